@@ -1,0 +1,522 @@
+// @allocnet/iptables-node against real iptables (nf_tables backend) inside throwaway namespaces.
+// Needs root. Every test makes its own node namespace and removes it; nothing runs in the root
+// namespace (the test command checks that the root iptables-save output did not change).
+import {
+  createBatch,
+  createExecaRunner,
+  createIptables,
+  isIptablesError,
+} from '@allocnet/iptables-node';
+import type { CommandRunner, IptablesBatch, IptablesError, Rule } from '@allocnet/iptables-node';
+import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
+import type { NetnsLab, TestNetns } from '@allocnet/testns';
+
+const ID = '6b235529-8111-4bbe-520b-d639b1d2a94e';
+const OTHER_ID = '0f0e0d0c-0000-4000-8000-00000000abcd';
+const COMMENT = `name: "nomad" id: "${ID}"`;
+// The bridge plugin's masquerade chain for network "nomad" and this id (sha512 of "nomad" + id).
+const CHAIN = 'CNI-50e58ea77dc52e0c731e3799';
+
+let lab: NetnsLab;
+let node: TestNetns;
+
+beforeAll(async () => {
+  await requireNetworkTestHost();
+});
+
+beforeEach(async () => {
+  lab = createNetnsLab();
+  node = await lab.node();
+});
+
+afterEach(async () => {
+  await lab.dispose();
+});
+
+/** A real runner that also records the argv of every process it starts. */
+function countingRunner(): CommandRunner & { readonly argv: string[][] } {
+  const real = createExecaRunner();
+  const argv: string[][] = [];
+  return {
+    argv,
+    run(spec) {
+      argv.push([spec.file, ...spec.args]);
+      return real.run(spec);
+    },
+  };
+}
+
+/**
+ * The whole ruleset of the node namespace, without header lines and counters, and without tables
+ * that hold nothing: iptables-nft makes a table's built-in chains the first time anything touches
+ * the table and cannot remove them again, and such a table (no rules, no user chains, every
+ * policy ACCEPT) filters exactly like no table.
+ */
+async function ruleset(ns: TestNetns = node): Promise<string> {
+  const v4 = (await ns.exec(['iptables-save'])).stdout;
+  const v6 = (await ns.exec(['ip6tables-save'])).stdout;
+  const blocks = `${v4}${v6}`
+    .split('\n')
+    .filter((line) => !line.startsWith('#'))
+    .map((line) => line.replace(/\[\d+:\d+\]/, '[0:0]'))
+    .join('\n')
+    .split(/(?<=^COMMIT)\n/m);
+  const empty = (block: string) =>
+    block
+      .split('\n')
+      .filter((l) => l !== '' && l !== 'COMMIT' && !l.startsWith('*'))
+      .every((l) => /^:\S+ ACCEPT \[0:0\]$/.test(l));
+  return blocks.filter((block) => !empty(block)).join('\n');
+}
+
+async function caught(promise: Promise<unknown>): Promise<IptablesError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isIptablesError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected an IptablesError');
+}
+
+/** What the bridge plugin (ipMasq) leaves for one allocation: a jump with the comment, and a chain. */
+async function addMasquerade(
+  ipt: ReturnType<typeof createIptables>,
+  ip: string,
+  chain: string,
+  comment: string,
+) {
+  await ipt.newChain('nat', chain);
+  await ipt.append('nat', chain, [
+    '-d',
+    '172.26.64.0/20',
+    '-m',
+    'comment',
+    '--comment',
+    comment,
+    '-j',
+    'ACCEPT',
+  ]);
+  await ipt.append('nat', chain, [
+    '!',
+    '-d',
+    '224.0.0.0/4',
+    '-m',
+    'comment',
+    '--comment',
+    comment,
+    '-j',
+    'MASQUERADE',
+  ]);
+  await ipt.append('nat', 'POSTROUTING', [
+    '-s',
+    `${ip}/32`,
+    '-m',
+    'comment',
+    '--comment',
+    comment,
+    '-j',
+    chain,
+  ]);
+}
+
+describe('rules in the shape the bridge plugin writes', () => {
+  it('are written, parsed from iptables-save, and deleted by one batch, leaving the neighbour alone', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await addMasquerade(ipt, '172.26.64.2', CHAIN, COMMENT);
+    await addMasquerade(
+      ipt,
+      '172.26.64.3',
+      'CNI-0123456789abcdef01234567',
+      `name: "nomad" id: "${OTHER_ID}"`,
+    );
+
+    const saved = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
+    expect(saved).toContain(
+      `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${CHAIN}\n`,
+    );
+
+    const [nat] = await ipt.save({ table: 'nat' });
+    const tagged = nat?.rules.filter((r) => r.comment === COMMENT) ?? [];
+    expect(tagged.map((r) => r.chain)).toEqual(['POSTROUTING', CHAIN, CHAIN]);
+    expect(tagged[0]).toEqual({
+      table: 'nat',
+      chain: 'POSTROUTING',
+      spec: ['-s', '172.26.64.2/32', '-m', 'comment', '--comment', COMMENT, '-j', CHAIN],
+      matches: [
+        {
+          module: undefined,
+          options: [{ option: '-s', negated: false, values: ['172.26.64.2/32'] }],
+        },
+        {
+          module: 'comment',
+          options: [{ option: '--comment', negated: false, values: [COMMENT] }],
+        },
+      ],
+      comment: COMMENT,
+      target: { name: CHAIN, goto: false, options: [] },
+    });
+    expect(tagged[2]?.matches[0]?.options[0]).toEqual({
+      option: '-d',
+      negated: true,
+      values: ['224.0.0.0/4'],
+    });
+
+    const jump = tagged[0] as Rule;
+    await ipt.restore(
+      createBatch().deleteRule(jump).clearChain('nat', CHAIN).deleteChain('nat', CHAIN),
+    );
+
+    const after = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
+    expect(after).not.toContain(ID);
+    expect(after).not.toContain(CHAIN);
+    expect(after.split('\n').filter((l) => l.includes(OTHER_ID))).toHaveLength(3);
+    await expect(ipt.chainExists('nat', CHAIN)).resolves.toBe(false);
+    await expect(ipt.chainExists('nat', 'CNI-0123456789abcdef01234567')).resolves.toBe(true);
+  });
+
+  it('a parsed rule given back deletes exactly that rule, whatever its comment holds', async () => {
+    const ipt = createIptables({ netns: node.path });
+    const comments = [
+      COMMENT,
+      `dnat ${COMMENT}`,
+      "it's a \\back 'q' -t x",
+      '',
+      '-test',
+      'tab\there',
+      'uni ñ $x `y` ;&|',
+      '"',
+      '\\',
+    ];
+    await ipt.newChain('filter', 'T');
+    for (const comment of comments) {
+      await ipt.append('filter', 'T', ['-m', 'comment', '--comment', comment, '-j', 'ACCEPT']);
+    }
+    const original = (await ipt.listRules('filter', 'T')).map((r) => r.comment);
+    expect(original).toEqual(comments);
+
+    for (const [i, comment] of comments.entries()) {
+      const rules = await ipt.listRules('filter', 'T');
+      const rule = rules.find((r) => r.comment === comment) as Rule;
+      // Alternate the two ways a parsed rule goes back: a restore batch and one iptables -D.
+      if (i % 2 === 0) await ipt.restore(createBatch().deleteRule(rule));
+      else await ipt.delete(rule.table, rule.chain, rule.spec);
+      expect((await ipt.listRules('filter', 'T')).map((r) => r.comment)).toEqual(
+        comments.slice(i + 1),
+      );
+    }
+  });
+
+  it('a comment with a line break reads back whole and goes with Iptables.delete', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await ipt.newChain('filter', 'T');
+    await ipt.append('filter', 'T', ['-m', 'comment', '--comment', 'a\nb', '-j', 'ACCEPT']);
+    await ipt.append('filter', 'T', ['-j', 'DROP']);
+    const [filter] = await ipt.save({ table: 'filter' });
+    const rule = filter?.rules.find((r) => r.comment === 'a\nb') as Rule;
+    expect(rule.spec).toEqual(['-m', 'comment', '--comment', 'a\nb', '-j', 'ACCEPT']);
+    expect(() => createBatch().deleteRule(rule)).toThrow('spec[3] holds a line break');
+    await ipt.delete(rule.table, rule.chain, rule.spec);
+    expect((await ipt.listRules('filter', 'T')).map((r) => r.spec)).toEqual([['-j', 'DROP']]);
+  });
+});
+
+describe('restore batches', () => {
+  it('applies 500 rules in one iptables-restore, and removes them all in another', async () => {
+    const runner = countingRunner();
+    const ipt = createIptables({ netns: node.path, runner });
+    const before = await ruleset();
+
+    const add = createBatch();
+    const remove = createBatch();
+    for (let i = 0; i < 100; i++) {
+      const chain = `CNI-${i.toString(16).padStart(24, '0')}`;
+      const id = `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+      const comment = `name: "nomad" id: "${id}"`;
+      const ip = `172.26.${64 + Math.floor(i / 250)}.${(i % 250) + 2}/32`;
+      add.newChain('nat', chain);
+      add.append('nat', chain, [
+        '-d',
+        '172.26.64.0/20',
+        '-m',
+        'comment',
+        '--comment',
+        comment,
+        '-j',
+        'ACCEPT',
+      ]);
+      add.append('nat', chain, [
+        '!',
+        '-d',
+        '224.0.0.0/4',
+        '-m',
+        'comment',
+        '--comment',
+        comment,
+        '-j',
+        'MASQUERADE',
+      ]);
+      add.append('nat', 'POSTROUTING', [
+        '-s',
+        ip,
+        '-m',
+        'comment',
+        '--comment',
+        comment,
+        '-j',
+        chain,
+      ]);
+      remove.delete('nat', 'POSTROUTING', [
+        '-s',
+        ip,
+        '-m',
+        'comment',
+        '--comment',
+        comment,
+        '-j',
+        chain,
+      ]);
+      remove.clearChain('nat', chain).deleteChain('nat', chain);
+      add.append('filter', 'FORWARD', [
+        '-d',
+        ip,
+        '-m',
+        'conntrack',
+        '--ctstate',
+        'RELATED,ESTABLISHED',
+        '-j',
+        'ACCEPT',
+      ]);
+      add.append('filter', 'FORWARD', ['-s', ip, '-j', 'ACCEPT']);
+      remove.delete('filter', 'FORWARD', [
+        '-d',
+        ip,
+        '-m',
+        'conntrack',
+        '--ctstate',
+        'RELATED,ESTABLISHED',
+        '-j',
+        'ACCEPT',
+      ]);
+      remove.delete('filter', 'FORWARD', ['-s', ip, '-j', 'ACCEPT']);
+    }
+    await ipt.restore(add);
+    // One restore for all 500 rules (and 100 chains); one iptables-save of nat beforehand, the
+    // snapshot that would put nat back if filter, the later table, failed.
+    expect(runner.argv.map((a) => a.slice(3, 4)[0])).toEqual(['iptables-save', 'iptables-restore']);
+
+    const tables = await ipt.save();
+    const count = (name: string) => tables.find((t) => t.name === name)?.rules.length;
+    expect(count('nat')).toBe(300);
+    expect(count('filter')).toBe(200);
+
+    runner.argv.length = 0;
+    await ipt.restore(remove);
+    expect(runner.argv.filter((a) => a[3] === 'iptables-restore')).toHaveLength(1);
+    expect(await ruleset()).toBe(before);
+  });
+
+  describe('a batch with one bad line leaves every table exactly as before', () => {
+    // A node that already holds some state: the firewall and portmap base chains, one allocation.
+    async function populated() {
+      const ipt = createIptables({ netns: node.path });
+      await ipt.newChain('filter', 'CNI-FORWARD');
+      await ipt.append('filter', 'FORWARD', [
+        '-m',
+        'comment',
+        '--comment',
+        'CNI firewall plugin rules',
+        '-j',
+        'CNI-FORWARD',
+      ]);
+      await ipt.append('filter', 'CNI-FORWARD', ['-d', '172.26.64.2/32', '-j', 'ACCEPT']);
+      await ipt.append('filter', 'CNI-FORWARD', ['-s', '172.26.64.2/32', '-j', 'ACCEPT']);
+      await ipt.append('filter', 'CNI-FORWARD', ['-j', 'RETURN']);
+      await addMasquerade(ipt, '172.26.64.2', CHAIN, COMMENT);
+      return ipt;
+    }
+
+    const cases: [string, (b: IptablesBatch) => IptablesBatch, IptablesError['code'], number][] = [
+      [
+        'filter changes commit, then a nat line names a rule that is not there',
+        (b) =>
+          b
+            .newChain('filter', 'NOMAD-ADMIN')
+            .insert('filter', 'FORWARD', ['-j', 'NOMAD-ADMIN'], 1)
+            .delete('filter', 'CNI-FORWARD', ['-s', '172.26.64.2/32', '-j', 'ACCEPT'])
+            .delete('nat', 'POSTROUTING', ['-s', '9.9.9.9/32', '-j', 'ACCEPT']),
+        'not-found',
+        7,
+      ],
+      [
+        'filter loses a chain and its jump, then nat fails in the kernel (chain still referenced)',
+        (b) =>
+          b
+            .delete('filter', 'FORWARD', [
+              '-m',
+              'comment',
+              '--comment',
+              'CNI firewall plugin rules',
+              '-j',
+              'CNI-FORWARD',
+            ])
+            .clearChain('filter', 'CNI-FORWARD')
+            .deleteChain('filter', 'CNI-FORWARD')
+            .clearChain('nat', CHAIN)
+            .deleteChain('nat', CHAIN),
+        'in-use',
+        8,
+      ],
+      [
+        'the bad line is the first of the first table',
+        (b) => b.newChain('nat', CHAIN).append('filter', 'FORWARD', ['-j', 'ACCEPT']),
+        'already-exists',
+        2,
+      ],
+      [
+        'three tables, a rule iptables refuses in the last',
+        (b) =>
+          b
+            .append('nat', 'POSTROUTING', ['-s', '172.26.64.9/32', '-j', 'MASQUERADE'])
+            .append('mangle', 'PREROUTING', ['-j', 'ACCEPT'])
+            .append('filter', 'INPUT', ['-s', '300.1.1.1', '-j', 'ACCEPT']),
+        'bad-rule',
+        8,
+      ],
+    ];
+
+    it.each(cases)('%s', async (_name, build, code, line) => {
+      const ipt = await populated();
+      const before = await ruleset();
+      const error = await caught(ipt.restore(build(createBatch())));
+      expect(error.code).toBe(code);
+      expect(error.line).toBe(line);
+      expect(error.message).toMatch(
+        /^iptables-restore --noflush --wait at line \d+ \(-t \w+ .*\) \(in netns \/run\/netns\/ant-|^iptables-restore --noflush --wait \(in netns /,
+      );
+      expect(await ruleset()).toBe(before);
+    });
+  });
+});
+
+describe('commands against real iptables', () => {
+  it('lists, checks, inserts at a position, and reports each kind of failure', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await ipt.newChain('filter', 'A');
+    await ipt.append('filter', 'A', ['-s', '10.0.0.1/32', '-j', 'ACCEPT']);
+    await ipt.append('filter', 'A', ['-s', '10.0.0.3/32', '-j', 'ACCEPT']);
+    await ipt.insert('filter', 'A', ['-s', '10.0.0.2/32', '-j', 'ACCEPT'], { position: 2 });
+    await ipt.insert('filter', 'INPUT', ['-j', 'A']);
+    expect((await ipt.listRules('filter', 'A')).map((r) => r.spec[1])).toEqual([
+      '10.0.0.1/32',
+      '10.0.0.2/32',
+      '10.0.0.3/32',
+    ]);
+    expect((await ipt.listChains('filter')).map((c) => [c.name, c.policy])).toEqual([
+      ['INPUT', 'ACCEPT'],
+      ['FORWARD', 'ACCEPT'],
+      ['OUTPUT', 'ACCEPT'],
+      ['A', undefined],
+    ]);
+    await expect(
+      ipt.ruleExists('filter', 'A', ['-s', '10.0.0.2/32', '-j', 'ACCEPT']),
+    ).resolves.toBe(true);
+    await expect(
+      ipt.ruleExists('filter', 'A', ['-s', '10.0.0.9/32', '-j', 'ACCEPT']),
+    ).resolves.toBe(false);
+    await expect(ipt.ruleExists('filter', 'MISSING', ['-j', 'ACCEPT'])).resolves.toBe(false);
+    await expect(ipt.chainExists('filter', 'A')).resolves.toBe(true);
+    await expect(ipt.chainExists('filter', 'MISSING')).resolves.toBe(false);
+
+    const where = `(in netns ${node.path})`;
+    expect(await caught(ipt.newChain('filter', 'A'))).toMatchObject({
+      code: 'already-exists',
+      exitCode: 1,
+      message: `iptables --wait -t filter -N A ${where} failed (exit status 1): iptables: Chain already exists.`,
+    });
+    expect(
+      await caught(ipt.delete('filter', 'A', ['-s', '10.0.0.9/32', '-j', 'ACCEPT'])),
+    ).toMatchObject({
+      code: 'not-found',
+      message: `iptables --wait -t filter -D A -s 10.0.0.9/32 -j ACCEPT ${where} failed (exit status 1): iptables: Bad rule (does a matching rule exist in that chain?).`,
+    });
+    expect(await caught(ipt.clearChain('filter', 'MISSING'))).toMatchObject({
+      code: 'not-found',
+      message: `iptables --wait -t filter -F MISSING ${where} failed (exit status 1): iptables: No chain/target/match by that name.`,
+    });
+    expect(await caught(ipt.deleteChain('filter', 'A'))).toMatchObject({
+      code: 'in-use',
+      exitCode: 4,
+      message: `iptables --wait -t filter -X A ${where} failed (exit status 4): iptables v1.8.9 (nf_tables):  CHAIN_DEL failed (Device or resource busy): chain A`,
+    });
+    expect(await caught(ipt.append('filter', 'A', ['--bogus']))).toMatchObject({
+      code: 'bad-rule',
+      exitCode: 2,
+    });
+    expect(
+      await caught(ipt.insert('filter', 'A', ['-j', 'ACCEPT'], { position: 9 })),
+    ).toMatchObject({ code: 'bad-rule' });
+
+    await ipt.delete('filter', 'INPUT', ['-j', 'A']);
+    await expect(ipt.clearAndDeleteChain('filter', 'A')).resolves.toBe(true);
+    await expect(ipt.clearAndDeleteChain('filter', 'A')).resolves.toBe(false);
+  });
+
+  it('reports a missing permission as permission', async () => {
+    const real = createExecaRunner();
+    const unprivileged: CommandRunner = {
+      run: (spec) =>
+        real.run({
+          ...spec,
+          file: 'setpriv',
+          args: ['--reuid=65534', '--regid=65534', '--clear-groups', '--', spec.file, ...spec.args],
+        }),
+    };
+    const ipt = createIptables({ netns: node.path, runner: unprivileged });
+    expect(await caught(ipt.listChains('filter'))).toMatchObject({ code: 'permission' });
+  });
+
+  it('does the same for IPv6 with ip6tables, leaving IPv4 alone', async () => {
+    const ip6 = createIptables({ netns: node.path, family: 'ipv6' });
+    const ip4 = createIptables({ netns: node.path });
+    const comment = `name: "nomad" id: "${ID}"`;
+    await ip6.newChain('nat', CHAIN);
+    await ip6.append('nat', CHAIN, [
+      '-d',
+      'fd00:a:b::/64',
+      '-m',
+      'comment',
+      '--comment',
+      comment,
+      '-j',
+      'ACCEPT',
+    ]);
+    await ip6.append('nat', 'POSTROUTING', [
+      '-s',
+      'fd00:a:b::2/128',
+      '-m',
+      'comment',
+      '--comment',
+      comment,
+      '-j',
+      CHAIN,
+    ]);
+    const v4before = (await node.exec(['iptables-save'])).stdout.replace(/^#.*\n/gm, '');
+
+    const [nat] = await ip6.save({ table: 'nat' });
+    const tagged = nat?.rules.filter((r) => r.comment === comment) ?? [];
+    expect(tagged.map((r) => [r.chain, r.spec[1]])).toEqual([
+      ['POSTROUTING', 'fd00:a:b::2/128'],
+      [CHAIN, 'fd00:a:b::/64'],
+    ]);
+    await ip6.restore(
+      createBatch()
+        .deleteRule(tagged[0] as Rule)
+        .clearChain('nat', CHAIN)
+        .deleteChain('nat', CHAIN),
+    );
+    expect((await node.exec(['ip6tables-save', '-t', 'nat'])).stdout).not.toContain(ID);
+    await expect(ip4.chainExists('nat', CHAIN)).resolves.toBe(false);
+    expect((await node.exec(['iptables-save'])).stdout.replace(/^#.*\n/gm, '')).toBe(v4before);
+  });
+});

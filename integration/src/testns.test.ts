@@ -1,0 +1,100 @@
+// The namespace helper every networking test stands on: it must make what it says and remove all
+// of it, also when a test fails or leaves a process, a veth or a bridge inside.
+import { existsSync } from 'node:fs';
+import { execa } from 'execa';
+import { createNetnsLab, requireNetworkTestHost, withNetnsLab } from '@allocnet/testns';
+
+beforeAll(async () => {
+  await requireNetworkTestHost(['ip', 'nsenter', 'ping']);
+});
+
+async function listed(): Promise<string[]> {
+  const { stdout } = await execa('ip', ['netns', 'list']);
+  return stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter((n) => n !== '');
+}
+
+describe('a netns lab', () => {
+  it('makes a node and containers, connects them, runs commands inside, and removes it all', async () => {
+    const lab = createNetnsLab();
+    try {
+      const node = await lab.node();
+      const ctr = await lab.container();
+      expect(node.name).toMatch(new RegExp(`^${lab.prefix}-[0-9a-z]+-[0-9a-z]+-1-node$`));
+      expect(ctr.name).toMatch(new RegExp(`^${lab.prefix}-[0-9a-z]+-[0-9a-z]+-2-ctr$`));
+      expect(await listed()).toEqual(expect.arrayContaining([node.name, ctr.name]));
+
+      expect((await node.exec(['sysctl', '-n', 'net.ipv4.ip_forward'])).stdout.trim()).toBe('1');
+      expect((await node.exec(['ip', '-o', 'link', 'show', 'lo'])).stdout).toMatch(
+        /state UNKNOWN|,UP/,
+      );
+      expect(await ctr.links()).toEqual(['lo']);
+
+      await lab.veth(node, 'veth-n', ctr, 'eth0');
+      await node.exec(['ip', 'addr', 'add', '10.99.0.1/30', 'dev', 'veth-n']);
+      await ctr.exec(['ip', 'addr', 'add', '10.99.0.2/30', 'dev', 'eth0']);
+      await node.exec(['ping', '-c', '1', '-W', '5', '10.99.0.2']);
+
+      const failed = await ctr.exec(['ip', 'link', 'show', 'nope'], { reject: false });
+      expect(failed.exitCode).not.toBe(0);
+      await expect(ctr.exec(['ip', 'link', 'show', 'nope'])).rejects.toThrow(
+        `ip netns exec ${ctr.name} ip link show nope failed (exit status 1): Device "nope" does not exist.`,
+      );
+    } finally {
+      await lab.dispose();
+    }
+    for (const ns of lab.namespaces) {
+      expect(existsSync(ns.path)).toBe(false);
+    }
+    expect((await listed()).filter((n) => n.startsWith(lab.prefix))).toEqual([]);
+  });
+
+  it('removes a namespace that still has a process, a bridge and a veth inside', async () => {
+    const lab = createNetnsLab();
+    const node = await lab.node();
+    const ctr = await lab.container();
+    await node.exec(['ip', 'link', 'add', 'nomad', 'type', 'bridge']);
+    await lab.veth(node, 'vethx', ctr, 'eth0');
+    await node.exec(['ip', 'link', 'set', 'vethx', 'master', 'nomad']);
+    // A process still inside holds the namespace alive after `ip netns del` unless it is killed.
+    const sleeper = execa('ip', ['netns', 'exec', node.name, 'sleep', '600'], { reject: false });
+    const pid = sleeper.pid;
+    expect(pid).toBeDefined();
+    // `ip netns pids` lists the sleeper once it is inside.
+    let pids = '';
+    for (let i = 0; i < 200 && !pids.includes(String(pid)); i++) {
+      pids = (await execa('ip', ['netns', 'pids', node.name])).stdout;
+    }
+    expect(pids.split('\n')).toContain(String(pid));
+
+    await lab.dispose();
+    const ended = await sleeper;
+    expect(ended.signal).toBe('SIGKILL');
+    expect(existsSync(node.path)).toBe(false);
+    expect(existsSync(ctr.path)).toBe(false);
+    await lab.dispose(); // a second call does nothing
+  });
+
+  it('cleans up when the test body throws, and two labs never share a name', async () => {
+    const names: string[] = [];
+    await expect(
+      withNetnsLab(async (lab) => {
+        await withNetnsLab(async (inner) => {
+          names.push((await lab.node()).name, (await inner.node()).name);
+        });
+        throw new Error('the test failed');
+      }),
+    ).rejects.toThrow('the test failed');
+    expect(new Set(names).size).toBe(2);
+    const left = await listed();
+    expect(names.filter((n) => left.includes(n))).toEqual([]);
+  });
+
+  it('refuses to make namespaces after dispose', async () => {
+    const lab = createNetnsLab();
+    await lab.dispose();
+    await expect(lab.node()).rejects.toThrow('this lab is disposed');
+  });
+});

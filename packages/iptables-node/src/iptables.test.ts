@@ -1,0 +1,431 @@
+import { createBatch } from './batch.js';
+import { isIptablesError } from './errors.js';
+import type { IptablesError } from './errors.js';
+import { createIptables } from './iptables.js';
+import type { IptablesOptions } from './iptables.js';
+import type { Logger } from './runner.js';
+import { createRecordingRunner, exit, ok } from './testing/index.js';
+
+const COMMENT = 'name: "nomad" id: "6b235529-8111-4bbe-520b-d639b1d2a94e"';
+const MASQ = [
+  '-s',
+  '172.26.64.2/32',
+  '-m',
+  'comment',
+  '--comment',
+  COMMENT,
+  '-j',
+  'CNI-50e58ea77dc52e0c731e3799',
+];
+
+function setup(options: Omit<IptablesOptions, 'runner'> = {}) {
+  const runner = createRecordingRunner();
+  return { runner, ipt: createIptables({ ...options, runner }) };
+}
+
+async function caught(promise: Promise<unknown>): Promise<IptablesError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isIptablesError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected an IptablesError');
+}
+
+describe('argv', () => {
+  it('runs each command with --wait and the table, rule spec as separate arguments', async () => {
+    const { runner, ipt } = setup();
+    await ipt.append('nat', 'POSTROUTING', MASQ);
+    await ipt.insert('filter', 'FORWARD', ['-j', 'CNI-FORWARD'], { position: 2 });
+    await ipt.insert('filter', 'FORWARD', ['-j', 'CNI-FORWARD']);
+    await ipt.delete('nat', 'POSTROUTING', MASQ);
+    await ipt.newChain('filter', 'NOMAD-ADMIN');
+    await ipt.clearChain('filter', 'NOMAD-ADMIN');
+    await ipt.deleteChain('filter', 'NOMAD-ADMIN');
+    expect(runner.calls.map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'nat', '-A', 'POSTROUTING', ...MASQ],
+      ['iptables', '--wait', '-t', 'filter', '-I', 'FORWARD', '2', '-j', 'CNI-FORWARD'],
+      ['iptables', '--wait', '-t', 'filter', '-I', 'FORWARD', '-j', 'CNI-FORWARD'],
+      ['iptables', '--wait', '-t', 'nat', '-D', 'POSTROUTING', ...MASQ],
+      ['iptables', '--wait', '-t', 'filter', '-N', 'NOMAD-ADMIN'],
+      ['iptables', '--wait', '-t', 'filter', '-F', 'NOMAD-ADMIN'],
+      ['iptables', '--wait', '-t', 'filter', '-X', 'NOMAD-ADMIN'],
+    ]);
+    expect(runner.calls.every((c) => c.input === undefined)).toBe(true);
+  });
+
+  it('uses ip6tables for ipv6, nsenter for a netns name, and a bounded --wait when asked', async () => {
+    const { runner, ipt } = setup({ family: 'ipv6', netns: 'node-1', waitSeconds: 5 });
+    expect(ipt.netns).toBe('/run/netns/node-1');
+    await ipt.append('nat', 'POSTROUTING', ['-s', 'fd00::2/128', '-j', 'MASQUERADE']);
+    await ipt.save({ table: 'nat' });
+    expect(runner.calls.map((c) => c.argv)).toEqual([
+      [
+        'nsenter',
+        '--net=/run/netns/node-1',
+        '--',
+        'ip6tables',
+        '--wait',
+        '5',
+        '-t',
+        'nat',
+        '-A',
+        'POSTROUTING',
+        '-s',
+        'fd00::2/128',
+        '-j',
+        'MASQUERADE',
+      ],
+      ['nsenter', '--net=/run/netns/node-1', '--', 'ip6tables-save', '-t', 'nat'],
+    ]);
+  });
+
+  it('takes a netns path as it is', async () => {
+    const { runner, ipt } = setup({ netns: '/proc/4242/ns/net' });
+    await ipt.listRules('nat', 'POSTROUTING');
+    expect(runner.calls[0]?.argv).toEqual([
+      'nsenter',
+      '--net=/proc/4242/ns/net',
+      '--',
+      'iptables',
+      '--wait',
+      '-t',
+      'nat',
+      '-S',
+      'POSTROUTING',
+    ]);
+  });
+});
+
+describe('queries', () => {
+  it('ruleExists is true on exit 0 and false on "Bad rule", and uses -C', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      ok(),
+      exit(1, 'iptables: Bad rule (does a matching rule exist in that chain?).\n'),
+    );
+    await expect(ipt.ruleExists('nat', 'POSTROUTING', MASQ)).resolves.toBe(true);
+    await expect(ipt.ruleExists('nat', 'POSTROUTING', MASQ)).resolves.toBe(false);
+    expect(runner.calls[0]?.argv).toEqual([
+      'iptables',
+      '--wait',
+      '-t',
+      'nat',
+      '-C',
+      'POSTROUTING',
+      ...MASQ,
+    ]);
+  });
+
+  it('ruleExists throws when iptables refuses the rule itself', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(exit(2, 'iptables v1.8.9 (nf_tables): unknown option "--bogus"\n'));
+    const error = await caught(ipt.ruleExists('filter', 'INPUT', ['--bogus']));
+    expect(error.code).toBe('bad-rule');
+    expect(error.message).toBe(
+      'iptables --wait -t filter -C INPUT --bogus failed (exit status 2): iptables v1.8.9 (nf_tables): unknown option "--bogus"',
+    );
+  });
+
+  it('chainExists asks for at most one rule and reads iptables-nft\'s "incompatible" answer as missing', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      ok('-N CNI-X\n'),
+      exit(
+        1,
+        "iptables v1.8.9 (nf_tables): chain `NOPE' in table `filter' is incompatible, use 'nft' tool.\n",
+      ),
+    );
+    await expect(ipt.chainExists('filter', 'CNI-X')).resolves.toBe(true);
+    await expect(ipt.chainExists('filter', 'NOPE')).resolves.toBe(false);
+    expect(runner.calls.map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-X', '1'],
+      ['iptables', '--wait', '-t', 'filter', '-S', 'NOPE', '1'],
+    ]);
+  });
+
+  it('listChains and listRules parse -S output', async () => {
+    const { runner, ipt } = setup();
+    const listing = `-P POSTROUTING ACCEPT\n-N CNI-X\n-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"6b235529-8111-4bbe-520b-d639b1d2a94e\\"" -j CNI-50e58ea77dc52e0c731e3799\n`;
+    runner.reply(ok(listing), ok(listing));
+    expect(await ipt.listChains('nat')).toEqual([
+      { name: 'POSTROUTING', policy: 'ACCEPT' },
+      { name: 'CNI-X', policy: undefined },
+    ]);
+    const rules = await ipt.listRules('nat', 'POSTROUTING');
+    expect(rules.map((r) => [r.chain, r.spec, r.comment])).toEqual([
+      ['POSTROUTING', MASQ, COMMENT],
+    ]);
+    expect(runner.calls.map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'nat', '-S'],
+      ['iptables', '--wait', '-t', 'nat', '-S', 'POSTROUTING'],
+    ]);
+  });
+
+  it('save parses every table', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      ok('*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'),
+    );
+    expect((await ipt.save()).map((t) => t.name)).toEqual(['filter', 'nat']);
+    expect(runner.calls[0]?.argv).toEqual(['iptables-save']);
+  });
+
+  it('save reports output it cannot read as a parse error naming the command', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(ok('*nat\n-A X -j ACCEPT\n'));
+    const error = await caught(ipt.save({ table: 'nat' }));
+    expect(error.code).toBe('parse');
+    expect(error.message).toBe(
+      'iptables-save -t nat printed what cannot be read: table nat has no COMMIT',
+    );
+  });
+});
+
+describe('errors', () => {
+  it.each([
+    ['iptables: No chain/target/match by that name.', 1, 'not-found'],
+    ['iptables: Bad rule (does a matching rule exist in that chain?).', 1, 'not-found'],
+    ['iptables: Chain already exists.', 1, 'already-exists'],
+    [
+      'iptables v1.8.9 (nf_tables):  CHAIN_USER_ADD failed (File exists): chain CNI-FORWARD',
+      4,
+      'already-exists',
+    ],
+    [
+      'iptables v1.8.9 (nf_tables):  CHAIN_DEL failed (Device or resource busy): chain TESTA',
+      4,
+      'in-use',
+    ],
+    [
+      'iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)',
+      4,
+      'permission',
+    ],
+    ['Another app is currently holding the xtables lock. Stopped waiting after 5s.', 4, 'lock'],
+    ["iptables v1.8.9 (nf_tables): host/network `300.1.1.1' not found", 2, 'bad-rule'],
+    ['iptables: Index of insertion too big.', 1, 'bad-rule'],
+    ['something new', 2, 'bad-rule'],
+    ['something new', 1, 'unknown'],
+  ] as const)('classifies %j (exit %i) as %s', async (stderr, status, code) => {
+    const { runner, ipt } = setup();
+    runner.reply(exit(status, `${stderr}\n`));
+    const error = await caught(ipt.newChain('filter', 'X'));
+    expect(error.code).toBe(code);
+    expect(error.exitCode).toBe(status);
+    expect(error.stderr).toBe(`${stderr}\n`);
+    expect(error.command).toEqual(['iptables', '--wait', '-t', 'filter', '-N', 'X']);
+  });
+
+  it('starts the message with the command, names the netns, and says "no error message" for silent failures', async () => {
+    const { runner, ipt } = setup({ netns: 'n1' });
+    runner.reply(exit(1, ''));
+    const error = await caught(ipt.delete('nat', 'POSTROUTING', MASQ));
+    expect(error.message).toBe(
+      `iptables --wait -t nat -D POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"6b235529-8111-4bbe-520b-d639b1d2a94e\\"" -j CNI-50e58ea77dc52e0c731e3799 (in netns /run/netns/n1) failed (exit status 1): no error message`,
+    );
+  });
+
+  it('reports processes that did not run', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      { kind: 'failed', reason: 'spawn', message: 'spawn iptables ENOENT', stdout: '', stderr: '' },
+      {
+        kind: 'failed',
+        reason: 'timeout',
+        message: 'timed out after 30000 ms',
+        stdout: '',
+        stderr: '',
+      },
+      { kind: 'failed', reason: 'aborted', message: 'cancelled', stdout: '', stderr: '' },
+    );
+    expect(await caught(ipt.newChain('filter', 'X'))).toMatchObject({
+      code: 'spawn',
+      message: 'iptables --wait -t filter -N X failed: spawn iptables ENOENT',
+    });
+    expect((await caught(ipt.newChain('filter', 'X'))).code).toBe('timeout');
+    expect((await caught(ipt.newChain('filter', 'X'))).code).toBe('aborted');
+  });
+
+  it.each([
+    [
+      () => setup().ipt.append('bogus' as 'nat', 'X', ['-j', 'ACCEPT']),
+      'table "bogus" is not one of filter, nat, mangle, raw, security',
+    ],
+    [
+      () => setup().ipt.append('nat', '-X', ['-j', 'ACCEPT']),
+      'chain "-X" is not a chain name (1-28 characters, no whitespace or quotes, not starting with "-" or "!")',
+    ],
+    [
+      () => setup().ipt.append('nat', 'A'.repeat(29), ['-j', 'ACCEPT']),
+      `chain "${'A'.repeat(29)}" is not a chain name (1-28 characters, no whitespace or quotes, not starting with "-" or "!")`,
+    ],
+    [() => setup().ipt.append('nat', 'X', []), 'spec is empty'],
+    [
+      () => setup().ipt.append('nat', 'X', ['-t', 'filter', '-j', 'ACCEPT']),
+      'spec[0] is -t; pass the table separately',
+    ],
+    [
+      () => setup().ipt.insert('nat', 'X', ['-j', 'ACCEPT'], { position: 0 }),
+      'position 0 is not a rule number (1 or more)',
+    ],
+  ])('refuses bad arguments before running anything (%#)', async (call, message) => {
+    const error = await caught(Promise.resolve().then(call));
+    expect(error.code).toBe('invalid-argument');
+    expect(error.message).toBe(message);
+  });
+
+  it('refuses a bad netns at creation', () => {
+    expect(() => createIptables({ netns: '../x' })).toThrow(
+      'netns "../x" is neither an absolute path nor a name',
+    );
+    expect(() => createIptables({ netns: 'a b' })).toThrow('netns "a b" is not a netns name');
+  });
+});
+
+describe('restore', () => {
+  it('sends one iptables-restore --noflush with every op, grouped per table, and quotes like iptables-save', async () => {
+    const { runner, ipt } = setup();
+    const batch = createBatch()
+      .newChain('nat', 'CNI-50e58ea77dc52e0c731e3799')
+      .append('nat', 'POSTROUTING', MASQ)
+      .insert('filter', 'FORWARD', ['-j', 'ACCEPT'], 1)
+      .delete('nat', 'CNI-X', ['-j', 'MASQUERADE'])
+      .clearChain('nat', 'CNI-X')
+      .deleteChain('nat', 'CNI-X');
+    runner.reply(ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'), ok());
+    await ipt.restore(batch);
+    expect(runner.calls.map((c) => c.argv)).toEqual([
+      ['iptables-save', '-t', 'nat'],
+      ['iptables-restore', '--noflush', '--wait'],
+    ]);
+    expect(runner.calls[1]?.input).toBe(
+      [
+        '*nat',
+        '-N CNI-50e58ea77dc52e0c731e3799',
+        `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"6b235529-8111-4bbe-520b-d639b1d2a94e\\"" -j CNI-50e58ea77dc52e0c731e3799`,
+        '-D CNI-X -j MASQUERADE',
+        '-F CNI-X',
+        '-X CNI-X',
+        'COMMIT',
+        '*filter',
+        '-I FORWARD 1 -j ACCEPT',
+        'COMMIT',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('takes no snapshot for a one-table batch and does nothing for an empty one', async () => {
+    const { runner, ipt } = setup();
+    await ipt.restore(createBatch());
+    await ipt.restore(createBatch().deleteChain('nat', 'CNI-X'));
+    expect(runner.calls.map((c) => c.argv)).toEqual([['iptables-restore', '--noflush', '--wait']]);
+    expect(runner.calls[0]?.input).toBe('*nat\n-X CNI-X\nCOMMIT\n');
+  });
+
+  it('names the line and op iptables-restore blamed', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      exit(
+        4,
+        'iptables-restore v1.8.9 (nf_tables): \nline 3: CHAIN_DEL failed (Device or resource busy): chain CNI-X\n',
+      ),
+    );
+    const error = await caught(
+      ipt.restore(createBatch().clearChain('nat', 'CNI-X').deleteChain('nat', 'CNI-X')),
+    );
+    expect(error).toMatchObject({ code: 'in-use', line: 3, exitCode: 4 });
+    expect(error.message).toBe(
+      'iptables-restore --noflush --wait at line 3 (-t nat -X CNI-X) failed (exit status 4): iptables-restore v1.8.9 (nf_tables): line 3: CHAIN_DEL failed (Device or resource busy): chain CNI-X',
+    );
+  });
+
+  it('puts back a table that committed before a later table failed, then reports the failure', async () => {
+    const logged: string[] = [];
+    const logger: Logger = { debug: () => undefined, warn: (m) => logged.push(m) };
+    const { runner, ipt } = setup({ logger });
+    const before = '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j OLD\nCOMMIT\n';
+    const after =
+      '*filter\n:FORWARD ACCEPT [0:0]\n:TESTA - [0:0]\n-A FORWARD -j TESTA\n-A FORWARD -j OLD\nCOMMIT\n';
+    runner.reply(
+      ok(before),
+      exit(
+        1,
+        'iptables-restore: line 6 failed: Bad rule (does a matching rule exist in that chain?).\n',
+      ),
+      ok(after),
+      ok(),
+    );
+    const batch = createBatch()
+      .newChain('filter', 'TESTA')
+      .insert('filter', 'FORWARD', ['-j', 'TESTA'])
+      .delete('nat', 'POSTROUTING', ['-s', '9.9.9.9/32', '-j', 'ACCEPT']);
+    const error = await caught(ipt.restore(batch));
+    expect(error).toMatchObject({ code: 'not-found', line: 6 });
+    expect(error.message).toContain('at line 6 (-t nat -D POSTROUTING -s 9.9.9.9/32 -j ACCEPT)');
+    expect(runner.calls.map((c) => c.argv)).toEqual([
+      ['iptables-save', '-t', 'filter'],
+      ['iptables-restore', '--noflush', '--wait'],
+      ['iptables-save', '-t', 'filter'],
+      ['iptables-restore', '--noflush', '--wait'],
+    ]);
+    expect(runner.calls[3]?.input).toBe(
+      '*filter\n-D FORWARD -j TESTA\n-F TESTA\n-X TESTA\nCOMMIT\n',
+    );
+    expect(logged).toEqual([
+      'iptables-restore failed after a table committed; putting the table back',
+    ]);
+  });
+
+  it('does not touch an earlier table when the failure is in the first one', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
+      exit(1, 'iptables-restore: line 2 failed: Chain already exists.\n'),
+    );
+    const error = await caught(
+      ipt.restore(createBatch().newChain('filter', 'A').newChain('nat', 'B')),
+    );
+    expect(error.code).toBe('already-exists');
+    expect(runner.calls).toHaveLength(2);
+  });
+
+  it('says so when putting a table back fails too', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
+      exit(1, 'iptables-restore: line 5 failed: Chain already exists.\n'),
+      ok('*filter\n:FORWARD ACCEPT [0:0]\n:A - [0:0]\nCOMMIT\n'),
+      exit(4, 'iptables-restore: line 3: CHAIN_DEL failed (Device or resource busy): chain A\n'),
+    );
+    const error = await caught(
+      ipt.restore(createBatch().newChain('filter', 'A').newChain('nat', 'B')),
+    );
+    expect(error.code).toBe('already-exists');
+    expect(error.message).toMatch(
+      /; and putting table filter back failed: iptables-restore --noflush --wait at line 3 \(-t filter -X A\) failed/,
+    );
+  });
+
+  it('clearAndDeleteChain is one transaction and false when the chain is gone', async () => {
+    const { runner, ipt } = setup();
+    runner.reply(
+      ok(),
+      exit(1, 'iptables-restore: line 2 failed: No chain/target/match by that name.\n'),
+    );
+    await expect(ipt.clearAndDeleteChain('nat', 'CNI-X')).resolves.toBe(true);
+    await expect(ipt.clearAndDeleteChain('nat', 'CNI-X')).resolves.toBe(false);
+    expect(runner.calls.map((c) => c.input)).toEqual([
+      '*nat\n-F CNI-X\n-X CNI-X\nCOMMIT\n',
+      '*nat\n-F CNI-X\n-X CNI-X\nCOMMIT\n',
+    ]);
+  });
+
+  it('refuses a spec restore input cannot carry when it is added to a batch', () => {
+    expect(() => createBatch().delete('nat', 'X', ['-m', 'comment', '--comment', 'a\nb'])).toThrow(
+      'spec[3] holds a line break, which iptables-restore input cannot carry; use Iptables.delete',
+    );
+  });
+});

@@ -1,0 +1,130 @@
+import { QuoteError, splitStatements } from './quote.js';
+import type { Statement, Token } from './quote.js';
+import { RuleParseError, ruleFromTokens } from './rule.js';
+import type { Rule } from './rule.js';
+import { TABLES } from './validate.js';
+import type { Table } from './validate.js';
+
+/** A chain as iptables-save declares it (`:NAME POLICY [packets:bytes]`) or `-S` lists it. */
+export interface Chain {
+  readonly name: string;
+  /** The built-in chain's policy (`ACCEPT`, `DROP`); undefined for a user-defined chain. */
+  readonly policy: string | undefined;
+}
+
+/** One table of iptables-save output. */
+export interface SavedTable {
+  readonly name: Table;
+  readonly chains: readonly Chain[];
+  readonly rules: readonly Rule[];
+}
+
+/** What `iptables -S` prints for a table or a chain. */
+export interface RuleListing {
+  readonly chains: readonly Chain[];
+  readonly rules: readonly Rule[];
+}
+
+export class SaveParseError extends Error {
+  constructor(
+    message: string,
+    readonly line: number,
+  ) {
+    super(message);
+    this.name = 'SaveParseError';
+  }
+}
+
+function statementsOf(text: string): Statement[] {
+  try {
+    return splitStatements(text);
+  } catch (error) {
+    if (error instanceof QuoteError) throw new SaveParseError(error.message, error.line);
+    throw error;
+  }
+}
+
+function values(tokens: readonly Token[]): string[] {
+  return tokens.map((t) => t.value);
+}
+
+function parseRule(table: Table, statement: Statement): Rule {
+  const [, chain, ...rest] = statement.tokens;
+  if (chain === undefined)
+    throw new SaveParseError(`line ${statement.line}: -A without a chain`, statement.line);
+  try {
+    return ruleFromTokens(table, chain.value, rest);
+  } catch (error) {
+    if (error instanceof RuleParseError) {
+      throw new SaveParseError(`line ${statement.line}: ${error.message}`, statement.line);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Parses iptables-save (or ip6tables-save) output into tables of chains and rules, in the order
+ * printed. Counters are dropped. Throws `SaveParseError` naming the line for text that is not
+ * iptables-save output.
+ */
+export function parseIptablesSave(text: string): SavedTable[] {
+  const tables: SavedTable[] = [];
+  let current: { name: Table; chains: Chain[]; rules: Rule[] } | undefined;
+  for (const statement of statementsOf(text)) {
+    const words = values(statement.tokens);
+    const head = words[0] as string;
+    const at = `line ${statement.line}`;
+    if (head.startsWith('*')) {
+      if (current)
+        throw new SaveParseError(`${at}: table ${head} starts before COMMIT`, statement.line);
+      const name = head.slice(1);
+      if (!(TABLES as readonly string[]).includes(name)) {
+        throw new SaveParseError(`${at}: unknown table ${JSON.stringify(name)}`, statement.line);
+      }
+      current = { name: name as Table, chains: [], rules: [] };
+    } else if (current === undefined) {
+      throw new SaveParseError(`${at}: ${JSON.stringify(head)} outside a table`, statement.line);
+    } else if (head === 'COMMIT') {
+      tables.push(current);
+      current = undefined;
+    } else if (head.startsWith(':')) {
+      const policy = words[1];
+      if (policy === undefined)
+        throw new SaveParseError(`${at}: chain ${head} has no policy`, statement.line);
+      current.chains.push({ name: head.slice(1), policy: policy === '-' ? undefined : policy });
+    } else if (head === '-A' || head === '--append') {
+      current.rules.push(parseRule(current.name, statement));
+    } else if (head.startsWith('[') && words[1] === '-A') {
+      // `iptables-save -c` puts [packets:bytes] first.
+      current.rules.push(
+        parseRule(current.name, { ...statement, tokens: statement.tokens.slice(1) }),
+      );
+    } else {
+      throw new SaveParseError(`${at}: unexpected ${JSON.stringify(head)}`, statement.line);
+    }
+  }
+  if (current) throw new SaveParseError(`table ${current.name} has no COMMIT`, 0);
+  return tables;
+}
+
+/** Parses `iptables -t <table> -S [chain]` output: `-P` and `-N` lines are chains, `-A` rules. */
+export function parseRuleListing(table: Table, text: string): RuleListing {
+  const chains: Chain[] = [];
+  const rules: Rule[] = [];
+  for (const statement of statementsOf(text)) {
+    const [head, name, policy] = values(statement.tokens);
+    if (head === '-P' && name !== undefined && policy !== undefined) {
+      chains.push({ name, policy });
+    } else if (head === '-N' && name !== undefined) {
+      chains.push({ name, policy: undefined });
+    } else if (head === '-A') {
+      rules.push(parseRule(table, statement));
+    } else {
+      throw new SaveParseError(
+        `line ${statement.line}: unexpected ${JSON.stringify(head)}`,
+        statement.line,
+      );
+    }
+  }
+  return { chains, rules };
+}

@@ -1,0 +1,3 @@
+export { createNetnsLab, requireNetworkTestHost, withNetnsLab } from './lab.js';
+export type { ExecOptions, ExecResult, NetnsLab, TestNetns } from './lab.js';
+export { NAME_ROOT, namespaceName, parseLinkNames, runPrefix } from './names.js';

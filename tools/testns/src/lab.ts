@@ -1,0 +1,205 @@
+import { existsSync } from 'node:fs';
+import { execa } from 'execa';
+import { namespaceName, parseLinkNames, runPrefix } from './names.js';
+
+export interface ExecResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface ExecOptions {
+  /** Written to stdin. */
+  readonly input?: string;
+  /** When false, a non-zero exit resolves instead of throwing. Default true. */
+  readonly reject?: boolean;
+}
+
+/** One throwaway network namespace. */
+export interface TestNetns {
+  readonly name: string;
+  /** `/run/netns/<name>`: what `nsenter --net=`, CNI_NETNS and iptables-node's `netns` take. */
+  readonly path: string;
+  readonly role: 'node' | 'container';
+  /** Runs a command inside the namespace (`ip netns exec`); throws on a non-zero exit unless `reject: false`. */
+  exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /** The names of the links inside, `lo` included. */
+  links(): Promise<string[]>;
+}
+
+export interface NetnsLab {
+  /** The name prefix of this process's namespaces. */
+  readonly prefix: string;
+  readonly namespaces: readonly TestNetns[];
+  /** A namespace standing for a node (a host): `lo` up, IPv4 and IPv6 forwarding on. */
+  node(label?: string): Promise<TestNetns>;
+  /** A namespace as a container runtime makes it: nothing inside but `lo`, down. */
+  container(label?: string): Promise<TestNetns>;
+  /** A veth pair with one end in each namespace, both ends up. */
+  veth(a: TestNetns, aName: string, b: TestNetns, bName: string): Promise<void>;
+  /**
+   * Removes every namespace this lab made: kills the processes still inside, deletes every link
+   * but `lo`, deletes the namespace, then checks it is gone. Tries all of them even when one
+   * fails, then throws an AggregateError. Calling it again does nothing.
+   */
+  dispose(): Promise<void>;
+}
+
+async function run(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  const [file, ...args] = argv;
+  if (file === undefined) throw new Error('empty command');
+  const result = await execa(file, args, {
+    reject: false,
+    env: { LC_ALL: 'C' },
+    ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
+  });
+  const out = {
+    exitCode: result.exitCode ?? -1,
+    stdout: typeof result.stdout === 'string' ? result.stdout : '',
+    stderr: typeof result.stderr === 'string' ? result.stderr : '',
+  };
+  if (options.reject !== false && out.exitCode !== 0) {
+    const why = out.stderr.trim() || result.originalMessage || 'no error message';
+    throw new Error(`${argv.join(' ')} failed (exit status ${out.exitCode}): ${why}`);
+  }
+  return out;
+}
+
+let labCount = 0;
+
+/** Makes a lab; nothing exists until `node()` or `container()` is called. */
+export function createNetnsLab(options: { readonly prefix?: string } = {}): NetnsLab {
+  const prefix = options.prefix ?? runPrefix();
+  const lab = ++labCount;
+  let seq = 0;
+  const made: TestNetns[] = [];
+  let disposed = false;
+
+  async function add(role: TestNetns['role'], label: string): Promise<TestNetns> {
+    if (disposed) throw new Error('this lab is disposed');
+    const name = namespaceName(prefix, lab, ++seq, label);
+    const path = `/run/netns/${name}`;
+    const ns: TestNetns = {
+      name,
+      path,
+      role,
+      exec: (argv, execOptions) => run(['ip', 'netns', 'exec', name, ...argv], execOptions),
+      links: async () =>
+        parseLinkNames((await run(['ip', '-n', name, '-o', 'link', 'show'])).stdout),
+    };
+    // Recorded before it exists, so that a failure halfway is still cleaned up.
+    made.push(ns);
+    await run(['ip', 'netns', 'add', name]);
+    return ns;
+  }
+
+  async function remove(ns: TestNetns): Promise<void> {
+    if (!existsSync(ns.path)) return;
+    const pids = (await run(['ip', 'netns', 'pids', ns.name])).stdout
+      .split('\n')
+      .filter((p) => p !== '');
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch (error) {
+        // The process may have exited since `ip netns pids` listed it; nothing else is expected.
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
+    }
+    for (const link of await ns.links()) {
+      if (link === 'lo') continue;
+      // Deleting one end of a veth removes its peer, which may be listed here too.
+      const result = await run(['ip', '-n', ns.name, 'link', 'del', link], { reject: false });
+      if (result.exitCode !== 0 && !/Cannot find device/.test(result.stderr)) {
+        throw new Error(`ip -n ${ns.name} link del ${link} failed: ${result.stderr.trim()}`);
+      }
+    }
+    await run(['ip', 'netns', 'del', ns.name]);
+    if (existsSync(ns.path))
+      throw new Error(`namespace ${ns.name} is still there after ip netns del`);
+  }
+
+  return {
+    prefix,
+    namespaces: made,
+
+    async node(label = 'node') {
+      const ns = await add('node', label);
+      await ns.exec(['ip', 'link', 'set', 'lo', 'up']);
+      await ns.exec([
+        'sysctl',
+        '-q',
+        '-w',
+        'net.ipv4.ip_forward=1',
+        'net.ipv6.conf.all.forwarding=1',
+      ]);
+      return ns;
+    },
+
+    container(label = 'ctr') {
+      return add('container', label);
+    },
+
+    async veth(a, aName, b, bName) {
+      await run([
+        'ip',
+        '-n',
+        a.name,
+        'link',
+        'add',
+        aName,
+        'type',
+        'veth',
+        'peer',
+        'name',
+        bName,
+        'netns',
+        b.name,
+      ]);
+      await run(['ip', '-n', a.name, 'link', 'set', aName, 'up']);
+      await run(['ip', '-n', b.name, 'link', 'set', bName, 'up']);
+    },
+
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      const results = await Promise.allSettled(made.map(remove));
+      const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+      if (errors.length > 0)
+        throw new AggregateError(errors, `removing ${errors.length} test namespace(s) failed`);
+    },
+  };
+}
+
+/** Runs `fn` with a fresh lab and disposes it in `finally`, whatever `fn` did. */
+export async function withNetnsLab<T>(
+  fn: (lab: NetnsLab) => Promise<T>,
+  options?: { readonly prefix?: string },
+): Promise<T> {
+  const lab = createNetnsLab(options);
+  try {
+    return await fn(lab);
+  } finally {
+    await lab.dispose();
+  }
+}
+
+/**
+ * Fails loudly unless this process can make namespaces and run iptables in them: integration
+ * tests need root and these commands, and must fail, not skip, where they are missing.
+ */
+export async function requireNetworkTestHost(
+  commands: readonly string[] = ['ip', 'iptables', 'ip6tables', 'nsenter'],
+): Promise<void> {
+  const problems: string[] = [];
+  if (process.getuid?.() !== 0) problems.push(`runs as uid ${process.getuid?.() ?? '?'}, not root`);
+  for (const command of commands) {
+    const found = await run(['sh', '-c', 'command -v "$1"', 'sh', command], { reject: false });
+    if (found.exitCode !== 0) problems.push(`${command} is not installed`);
+  }
+  if (problems.length > 0) {
+    throw new Error(
+      `these tests need root and real networking tools (run tools/setup.sh as root): ${problems.join('; ')}`,
+    );
+  }
+}
