@@ -7,7 +7,14 @@ import {
   createIptables,
   isIptablesError,
 } from '@allocnet/iptables-node';
-import type { CommandRunner, IptablesBatch, IptablesError, Rule } from '@allocnet/iptables-node';
+import type {
+  CommandRunner,
+  Iptables,
+  IptablesBatch,
+  IptablesError,
+  Rule,
+} from '@allocnet/iptables-node';
+import { addBridgeMasquerade, bridgeChainName } from '@allocnet/iptables-node/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
 
@@ -80,56 +87,16 @@ async function caught(promise: Promise<unknown>): Promise<IptablesError> {
 }
 
 /** What the bridge plugin (ipMasq) leaves for one allocation: a jump with the comment, and a chain. */
-async function addMasquerade(
-  ipt: ReturnType<typeof createIptables>,
-  ip: string,
-  chain: string,
-  comment: string,
-) {
-  await ipt.newChain('nat', chain);
-  await ipt.append('nat', chain, [
-    '-d',
-    '172.26.64.0/20',
-    '-m',
-    'comment',
-    '--comment',
-    comment,
-    '-j',
-    'ACCEPT',
-  ]);
-  await ipt.append('nat', chain, [
-    '!',
-    '-d',
-    '224.0.0.0/4',
-    '-m',
-    'comment',
-    '--comment',
-    comment,
-    '-j',
-    'MASQUERADE',
-  ]);
-  await ipt.append('nat', 'POSTROUTING', [
-    '-s',
-    `${ip}/32`,
-    '-m',
-    'comment',
-    '--comment',
-    comment,
-    '-j',
-    chain,
-  ]);
+async function addMasquerade(ipt: Iptables, ip: string, id: string): Promise<void> {
+  await ipt.restore(addBridgeMasquerade(createBatch(), { network: 'nomad', id, ip }));
 }
 
 describe('rules in the shape the bridge plugin writes', () => {
   it('are written, parsed from iptables-save, and deleted by one batch, leaving the neighbour alone', async () => {
     const ipt = createIptables({ netns: node.path });
-    await addMasquerade(ipt, '172.26.64.2', CHAIN, COMMENT);
-    await addMasquerade(
-      ipt,
-      '172.26.64.3',
-      'CNI-0123456789abcdef01234567',
-      `name: "nomad" id: "${OTHER_ID}"`,
-    );
+    await addMasquerade(ipt, '172.26.64.2', ID);
+    await addMasquerade(ipt, '172.26.64.3', OTHER_ID);
+    const otherChain = bridgeChainName('nomad', OTHER_ID);
 
     const saved = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
     expect(saved).toContain(
@@ -172,7 +139,7 @@ describe('rules in the shape the bridge plugin writes', () => {
     expect(after).not.toContain(CHAIN);
     expect(after.split('\n').filter((l) => l.includes(OTHER_ID))).toHaveLength(3);
     await expect(ipt.chainExists('nat', CHAIN)).resolves.toBe(false);
-    await expect(ipt.chainExists('nat', 'CNI-0123456789abcdef01234567')).resolves.toBe(true);
+    await expect(ipt.chainExists('nat', otherChain)).resolves.toBe(true);
   });
 
   it('a parsed rule given back deletes exactly that rule, whatever its comment holds', async () => {
@@ -332,7 +299,7 @@ describe('restore batches', () => {
       await ipt.append('filter', 'CNI-FORWARD', ['-d', '172.26.64.2/32', '-j', 'ACCEPT']);
       await ipt.append('filter', 'CNI-FORWARD', ['-s', '172.26.64.2/32', '-j', 'ACCEPT']);
       await ipt.append('filter', 'CNI-FORWARD', ['-j', 'RETURN']);
-      await addMasquerade(ipt, '172.26.64.2', CHAIN, COMMENT);
+      await addMasquerade(ipt, '172.26.64.2', ID);
       return ipt;
     }
 

@@ -122,7 +122,7 @@ function firstLines(text: string): string {
 }
 
 /** The input line iptables-restore blamed, from messages like "line 3 failed" or "line 3: …". */
-export function restoreErrorLine(stderr: string): number | undefined {
+function restoreErrorLine(stderr: string): number | undefined {
   const match = /line:? (\d+)/.exec(stderr);
   return match?.[1] === undefined ? undefined : Number(match[1]);
 }

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import type { IptablesBatch } from '../batch.js';
 import type { CommandResult, CommandRunner, CommandSpec } from '../runner.js';
 
 /** What the recording runner saw for one process. */
@@ -48,4 +50,45 @@ export function createRecordingRunner(): RecordingRunner {
       return Promise.resolve(typeof next === 'function' ? next(spec) : next);
     },
   };
+}
+
+/** What the bridge plugin's ipMasq writes for one attachment; see `addBridgeMasquerade`. */
+export interface BridgeMasquerade {
+  /** The CNI network name, e.g. `nomad`. */
+  readonly network: string;
+  /** The container (allocation) id. */
+  readonly id: string;
+  /** The attachment's IPv4 address, without a prefix length. */
+  readonly ip: string;
+  /** The network's subnet, default `172.26.64.0/20` (Nomad's bridge). */
+  readonly subnet?: string;
+}
+
+/** The bridge plugin's chain name: `CNI-` and the first 24 hex digits of sha512(network + id). */
+export function bridgeChainName(network: string, id: string): string {
+  return `CNI-${createHash('sha512')
+    .update(network + id)
+    .digest('hex')
+    .slice(0, 24)}`;
+}
+
+/** The bridge plugin's comment on every rule of one attachment. */
+export function bridgeComment(network: string, id: string): string {
+  return `name: "${network}" id: "${id}"`;
+}
+
+/**
+ * Adds to `batch` exactly what the Debian bridge plugin (1.1.1, ipMasq) leaves in nat for one
+ * attachment, as measured: chain `CNI-<h>` with an ACCEPT for the subnet and a MASQUERADE for
+ * all but multicast, and a POSTROUTING jump for the address, each with the plugin's comment.
+ * For tests and demos that need the plugin's leak without running the plugin.
+ */
+export function addBridgeMasquerade(batch: IptablesBatch, m: BridgeMasquerade): IptablesBatch {
+  const chain = bridgeChainName(m.network, m.id);
+  const comment = ['-m', 'comment', '--comment', bridgeComment(m.network, m.id)];
+  return batch
+    .newChain('nat', chain)
+    .append('nat', chain, ['-d', m.subnet ?? '172.26.64.0/20', ...comment, '-j', 'ACCEPT'])
+    .append('nat', chain, ['!', '-d', '224.0.0.0/4', ...comment, '-j', 'MASQUERADE'])
+    .append('nat', 'POSTROUTING', ['-s', `${m.ip}/32`, ...comment, '-j', chain]);
 }
