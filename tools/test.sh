@@ -14,7 +14,7 @@ ALLOCNET_TESTNS_PREFIX="ant-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 export ALLOCNET_TESTNS_PREFIX
 
 root_rules() {
-  { iptables-save; ip6tables-save; } | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[0:0]/'
+  { iptables-save; ip6tables-save; } | sed -E '/^#/d; s/\[[0-9]+:[0-9]+\]/[0:0]/'
 }
 root_links() { ip -o link show | awk -F': ' '{print $2}' | sort; }
 
