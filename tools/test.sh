@@ -23,7 +23,7 @@ links_before=$(root_links)
 
 status=0
 # Integration tests share the machine's kernel: one package at a time, each with its own namespaces.
-pnpm exec turbo run lint test --output-logs=full || status=$?
+pnpm exec turbo run lint lint:root test --output-logs=full || status=$?
 if [ "$status" -eq 0 ]; then
   pnpm exec turbo run test:integration --concurrency=1 --output-logs=full || status=$?
 fi

@@ -268,9 +268,13 @@ describe('restore batches', () => {
       remove.delete('filter', 'FORWARD', ['-s', ip, '-j', 'ACCEPT']);
     }
     await ipt.restore(add);
-    // One restore for all 500 rules (and 100 chains); one iptables-save of nat beforehand, the
-    // snapshot that would put nat back if filter, the later table, failed.
-    expect(runner.argv.map((a) => a.slice(3, 4)[0])).toEqual(['iptables-save', 'iptables-restore']);
+    // One restore for all 500 rules (and 100 chains), after one iptables-save per table: the
+    // snapshot that would put a committed table back if a later one failed.
+    expect(runner.argv.map((a) => a.slice(3).join(' '))).toEqual([
+      'iptables-save -t nat',
+      'iptables-save -t filter',
+      'iptables-restore --noflush --wait',
+    ]);
 
     const tables = await ipt.save();
     const count = (name: string) => tables.find((t) => t.name === name)?.rules.length;

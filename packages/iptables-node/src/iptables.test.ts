@@ -276,6 +276,15 @@ describe('errors', () => {
     expect(error.message).toBe(message);
   });
 
+  it('refuses bad options at creation', () => {
+    expect(() => createIptables({ waitSeconds: -1 })).toThrow(
+      'waitSeconds -1 is not a whole number of at least 0',
+    );
+    expect(() => createIptables({ timeoutMs: 0.5 })).toThrow(
+      'timeoutMs 0.5 is not a whole number of at least 1',
+    );
+  });
+
   it('refuses a bad netns at creation', () => {
     expect(() => createIptables({ netns: '../x' })).toThrow(
       'netns "../x" is neither an absolute path nor a name',
@@ -294,13 +303,14 @@ describe('restore', () => {
       .delete('nat', 'CNI-X', ['-j', 'MASQUERADE'])
       .clearChain('nat', 'CNI-X')
       .deleteChain('nat', 'CNI-X');
-    runner.reply(ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'), ok());
+    runner.reply(ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'), ok('*filter\nCOMMIT\n'), ok());
     await ipt.restore(batch);
     expect(runner.calls.map((c) => c.argv)).toEqual([
       ['iptables-save', '-t', 'nat'],
+      ['iptables-save', '-t', 'filter'],
       ['iptables-restore', '--noflush', '--wait'],
     ]);
-    expect(runner.calls[1]?.input).toBe(
+    expect(runner.calls[2]?.input).toBe(
       [
         '*nat',
         '-N CNI-50e58ea77dc52e0c731e3799',
@@ -351,6 +361,7 @@ describe('restore', () => {
       '*filter\n:FORWARD ACCEPT [0:0]\n:TESTA - [0:0]\n-A FORWARD -j TESTA\n-A FORWARD -j OLD\nCOMMIT\n';
     runner.reply(
       ok(before),
+      ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'),
       exit(
         1,
         'iptables-restore: line 6 failed: Bad rule (does a matching rule exist in that chain?).\n',
@@ -367,11 +378,12 @@ describe('restore', () => {
     expect(error.message).toContain('at line 6 (-t nat -D POSTROUTING -s 9.9.9.9/32 -j ACCEPT)');
     expect(runner.calls.map((c) => c.argv)).toEqual([
       ['iptables-save', '-t', 'filter'],
+      ['iptables-save', '-t', 'nat'],
       ['iptables-restore', '--noflush', '--wait'],
       ['iptables-save', '-t', 'filter'],
       ['iptables-restore', '--noflush', '--wait'],
     ]);
-    expect(runner.calls[3]?.input).toBe(
+    expect(runner.calls[4]?.input).toBe(
       '*filter\n-D FORWARD -j TESTA\n-F TESTA\n-X TESTA\nCOMMIT\n',
     );
     expect(logged).toEqual([
@@ -383,19 +395,21 @@ describe('restore', () => {
     const { runner, ipt } = setup();
     runner.reply(
       ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
+      ok('*nat\nCOMMIT\n'),
       exit(1, 'iptables-restore: line 2 failed: Chain already exists.\n'),
     );
     const error = await caught(
       ipt.restore(createBatch().newChain('filter', 'A').newChain('nat', 'B')),
     );
     expect(error.code).toBe('already-exists');
-    expect(runner.calls).toHaveLength(2);
+    expect(runner.calls).toHaveLength(3);
   });
 
   it('says so when putting a table back fails too', async () => {
     const { runner, ipt } = setup();
     runner.reply(
       ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
+      ok('*nat\nCOMMIT\n'),
       exit(1, 'iptables-restore: line 5 failed: Chain already exists.\n'),
       ok('*filter\n:FORWARD ACCEPT [0:0]\n:A - [0:0]\nCOMMIT\n'),
       exit(4, 'iptables-restore: line 3: CHAIN_DEL failed (Device or resource busy): chain A\n'),
@@ -407,6 +421,33 @@ describe('restore', () => {
     expect(error.message).toMatch(
       /; and putting table filter back failed: iptables-restore --noflush --wait at line 3 \(-t filter -X A\) failed/,
     );
+  });
+
+  it('after an abort, puts back every table, the last one too, even though the signal is aborted', async () => {
+    const { runner, ipt } = setup();
+    const controller = new AbortController();
+    runner.reply(
+      ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
+      ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'),
+      () => {
+        controller.abort();
+        return { kind: 'failed', reason: 'aborted', message: 'cancelled', stdout: '', stderr: '' };
+      },
+      ok('*filter\n:FORWARD ACCEPT [0:0]\n:A - [0:0]\nCOMMIT\n'),
+      ok('*nat\n:POSTROUTING ACCEPT [0:0]\n:B - [0:0]\nCOMMIT\n'),
+    );
+    const batch = createBatch().newChain('filter', 'A').newChain('nat', 'B');
+    const error = await caught(ipt.restore(batch, { signal: controller.signal }));
+    expect(error).toMatchObject({
+      code: 'aborted',
+      message: 'iptables-restore --noflush --wait failed: cancelled',
+    });
+    expect(runner.calls.slice(3).map((c) => [c.argv.join(' '), c.input])).toEqual([
+      ['iptables-save -t filter', undefined],
+      ['iptables-save -t nat', undefined],
+      ['iptables-restore --noflush --wait', '*filter\n-F A\n-X A\nCOMMIT\n'],
+      ['iptables-restore --noflush --wait', '*nat\n-F B\n-X B\nCOMMIT\n'],
+    ]);
   });
 
   it('clearAndDeleteChain is one transaction and false when the chain is gone', async () => {

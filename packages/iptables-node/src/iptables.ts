@@ -127,16 +127,27 @@ function restoreErrorLine(stderr: string): number | undefined {
   return match?.[1] === undefined ? undefined : Number(match[1]);
 }
 
-/** Creates an `Iptables`. Nothing runs until a method is called. */
+function checkWhole(value: number, field: string, min: number): number {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new IptablesError(`${field} ${value} is not a whole number of at least ${min}`, {
+      code: 'invalid-argument',
+    });
+  }
+  return value;
+}
+
+/** Creates an `Iptables`. Nothing runs until a method is called; bad options throw at once. */
 export function createIptables(options: IptablesOptions = {}): Iptables {
   const family = options.family ?? 'ipv4';
   const binaries = BINARIES[family];
   const netns = options.netns === undefined ? undefined : netnsPath(options.netns);
   const runner = options.runner ?? createExecaRunner();
   const logger = options.logger ?? silentLogger;
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const timeoutMs = checkWhole(options.timeoutMs ?? 30_000, 'timeoutMs', 1);
   const wait =
-    options.waitSeconds === undefined ? ['--wait'] : ['--wait', String(options.waitSeconds)];
+    options.waitSeconds === undefined
+      ? ['--wait']
+      : ['--wait', String(checkWhole(options.waitSeconds, 'waitSeconds', 0))];
   const nsenter = options.nsenterPath ?? 'nsenter';
 
   /** What a message shows as "the command": the iptables argv, then where it ran. */
@@ -245,10 +256,16 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
     const input = formatRestoreInput(ops);
     if (input.blocks.length === 0) return;
     const argv = [binaries.restore, '--noflush', ...wait];
-    // A table commits at its COMMIT line; undoing one after a later table fails needs its rules
-    // as they were. The last table never needs it: if it fails, nothing of it was applied.
-    const undoable = input.blocks.slice(0, -1).map((b) => b.table);
-    const before = undoable.length === 0 ? undefined : await saveTables(undoable, call);
+    // iptables-restore commits table by table, so a batch over several tables first reads them
+    // as they are, to put back those that committed before a later one failed. One table is one
+    // transaction and needs no snapshot.
+    const before =
+      input.blocks.length < 2
+        ? undefined
+        : await saveTables(
+            input.blocks.map((b) => b.table),
+            call,
+          );
 
     const { result, command } = await exec(argv, call, input.text);
     if (result.kind === 'exited' && result.exitCode === 0) {
@@ -272,12 +289,12 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
     });
     if (before === undefined) throw withLine;
 
-    // Tables whose COMMIT came before the blamed line went through; without a line, any table
-    // but the last may have (undoing one that did not commit changes nothing).
-    const committed = input.blocks
-      .slice(0, -1)
-      .filter((b) => line === undefined || b.commitLine < line);
-    await undo(committed, before, withLine, call);
+    // Tables whose COMMIT came before the blamed line went through. Without a line (the process
+    // was killed, timed out, or said nothing usable) any table may have, the last one too;
+    // undoing a table that did not commit changes nothing. The undo ignores the caller's signal:
+    // an abort must not leave a batch half-applied.
+    const committed = input.blocks.filter((b) => line === undefined || b.commitLine < line);
+    await undo(committed, before, withLine);
     throw withLine;
   }
 
@@ -285,12 +302,11 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
     committed: readonly RestoreBlock[],
     before: Map<Table, SavedTable>,
     error: IptablesError,
-    call: CallOptions | undefined,
   ): Promise<void> {
     if (committed.length === 0) return;
     const after = await saveTables(
       committed.map((b) => b.table),
-      call,
+      undefined,
     );
     for (const block of committed) {
       const touched = new Set(block.ops.map((o) => o.op.chain));
@@ -307,7 +323,7 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
         ops: ops.length,
       });
       try {
-        await restoreOps(ops, call);
+        await restoreOps(ops, undefined);
       } catch (undoError) {
         throw new IptablesError(
           `${error.message}; and putting table ${block.table} back failed: ${isIptablesError(undoError) ? undoError.message : String(undoError)}`,
