@@ -1,0 +1,73 @@
+import * as t from 'io-ts';
+import { isLeft } from 'fp-ts/lib/Either.js';
+
+/**
+ * The path of the value that failed, as `plugins[1].type`: object keys after a dot, array indices
+ * in brackets, the members of unions and intersections skipped.
+ */
+function pathOf(error: t.ValidationError): string {
+  let path = '';
+  error.context.forEach((entry, i) => {
+    if (i === 0) return;
+    const parent = error.context[i - 1]?.type as { _tag?: string } | undefined;
+    const tag = parent?._tag;
+    if (tag === 'IntersectionType' || tag === 'UnionType' || tag === 'RefinementType') return;
+    const objectKey = tag === 'InterfaceType' || tag === 'PartialType' || tag === 'DictionaryType';
+    const index =
+      tag === 'ArrayType' || tag === 'TupleType' || (!objectKey && /^\d+$/.test(entry.key));
+    path += index ? `[${entry.key}]` : path === '' ? entry.key : `.${entry.key}`;
+  });
+  return path;
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** One decode failure: the field's path and what is wrong with it. */
+export interface DecodeProblem {
+  readonly field: string;
+  readonly problem: string;
+}
+
+/**
+ * Decodes `value` with `codec`, or returns the first problem, naming the field. Codecs here give
+ * their own message through `t.failure(…, message)`; others get "expected <type>, got <value>".
+ */
+export function decode<A, O>(
+  codec: t.Type<A, O>,
+  value: unknown,
+): { ok: true; value: A } | { ok: false; problem: DecodeProblem } {
+  const result = codec.decode(value);
+  if (!isLeft(result)) return { ok: true, value: result.right };
+  // io-ts reports one error per union member; the deepest path is the most specific one.
+  const errors = [...result.left].sort((a, b) => b.context.length - a.context.length);
+  const first = errors[0];
+  if (first === undefined) return { ok: false, problem: { field: '', problem: 'is not valid' } };
+  const field = pathOf(first);
+  const expected = first.context[first.context.length - 1]?.type.name ?? 'a valid value';
+  const problem =
+    first.message ??
+    (first.value === undefined ? 'is missing' : `should be ${expected}, got ${show(first.value)}`);
+  return { ok: false, problem: { field, problem } };
+}
+
+/** A codec for strings that satisfy `test`, failing with `message` (after the field name). */
+export function checkedString(
+  name: string,
+  test: (s: string) => boolean,
+  message: (s: string) => string,
+): t.Type<string, string> {
+  return new t.Type<string, string, unknown>(
+    name,
+    (u): u is string => typeof u === 'string' && test(u),
+    (u, c) => {
+      if (u === undefined) return t.failure(u, c, 'is missing');
+      if (typeof u !== 'string') return t.failure(u, c, `should be a string, got ${show(u)}`);
+      return test(u) ? t.success(u) : t.failure(u, c, message(u));
+    },
+    t.identity,
+  );
+}

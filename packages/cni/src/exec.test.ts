@@ -1,0 +1,77 @@
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createExecaPluginExec } from './exec.js';
+import { installFakePlugin, tempDir } from './testing/index.js';
+
+let dir: Awaited<ReturnType<typeof tempDir>>;
+beforeEach(async () => {
+  dir = await tempDir();
+});
+afterEach(async () => {
+  await dir.remove();
+});
+
+const env = { PATH: process.env.PATH ?? '', CNI_COMMAND: 'VERSION' };
+
+describe('createExecaPluginExec', () => {
+  it('spawns a fresh process after "text file busy" once the binary is closed', async () => {
+    const plugin = await installFakePlugin(dir.path, 'busy');
+    // Holding the binary open for writing makes execve fail with ETXTBSY, as during an upgrade.
+    const writer = await open(plugin.path, 'r+');
+    const waits: number[] = [];
+    const exec = createExecaPluginExec({
+      textBusyDelayMs: 7,
+      sleep: async (ms) => {
+        waits.push(ms);
+        await writer.close();
+      },
+    });
+    const result = await exec.exec({
+      path: plugin.path,
+      stdin: '{"cniVersion":"1.0.0"}',
+      env,
+      timeoutMs: 10_000,
+    });
+    expect(waits).toEqual([7]);
+    expect(result).toMatchObject({ kind: 'exited', exitCode: 0 });
+    expect((await plugin.calls()).map((c) => c.command)).toEqual(['VERSION']);
+  });
+
+  it('gives up after the configured number of fresh spawns', async () => {
+    const plugin = await installFakePlugin(dir.path, 'busy');
+    const writer = await open(plugin.path, 'r+');
+    try {
+      let waits = 0;
+      const exec = createExecaPluginExec({
+        textBusyRetries: 2,
+        sleep: () => {
+          waits++;
+          return Promise.resolve();
+        },
+      });
+      const result = await exec.exec({ path: plugin.path, stdin: '{}', env, timeoutMs: 10_000 });
+      expect(waits).toBe(2);
+      expect(result).toMatchObject({ kind: 'failed', reason: 'spawn' });
+      expect(result.kind === 'failed' ? result.message : '').toMatch(/ETXTBSY/);
+    } finally {
+      await writer.close();
+    }
+  });
+
+  it('reports a missing binary as a spawn failure', async () => {
+    const exec = createExecaPluginExec();
+    const result = await exec.exec({
+      path: join(dir.path, 'none'),
+      stdin: '{}',
+      env,
+      timeoutMs: 1000,
+    });
+    expect(result).toMatchObject({ kind: 'failed', reason: 'spawn' });
+  });
+
+  it('refuses a netns that is not a name under /run/netns', () => {
+    expect(() => createExecaPluginExec({ netns: '/proc/1/ns/net' })).toThrow(
+      'netns "/proc/1/ns/net" is not a name under /run/netns',
+    );
+  });
+});

@@ -1,0 +1,49 @@
+export { createCniRuntime } from './runtime.js';
+export type {
+  AddResult,
+  Attachment,
+  CallOptions,
+  CniRuntime,
+  CniRuntimeOptions,
+  GcReport,
+  NetworkVersions,
+} from './runtime.js';
+export {
+  CONFIG_EXTENSIONS,
+  findNetwork,
+  listConfigFiles,
+  listNetworks,
+  loadNetworkConfigFile,
+  offeredVersions,
+  parseNetworkConfig,
+  parseNetworkConfigText,
+} from './config.js';
+export type { NetworkConfig, NetworkListing, PluginConfig } from './config.js';
+export { CniError, WELL_KNOWN_CODES, codeName, isCniError } from './errors.js';
+export type { CniErrorCode, CniErrorDetails, CniVerb } from './errors.js';
+export { createExecaPluginExec } from './exec.js';
+export type {
+  ExecaPluginExecOptions,
+  PluginExec,
+  PluginExecRequest,
+  PluginExecResult,
+} from './exec.js';
+export { DEFAULT_PLUGIN_DIRS, findPlugin } from './lookup.js';
+export { ResultError, encodeResult, ipFamily, parseResult } from './result.js';
+export type { CniDns, CniInterface, CniIp, CniResult, CniRoute } from './result.js';
+export { createCniCache } from './cache.js';
+export type { CacheEntry, CniCache } from './cache.js';
+export {
+  MAX_IFNAME_BYTES,
+  NAME_PATTERN,
+  checkArgs,
+  checkContainerId,
+  checkIfName,
+  formatArgs,
+  parseArgs,
+} from './validate.js';
+export type { CniArgs } from './validate.js';
+export { SPEC_VERSION, compareVersions, isVersion, negotiateVersion } from './version.js';
+export type { PluginVersions } from './version.js';
+export { silentLogger } from './logger.js';
+export type { Logger } from './logger.js';
