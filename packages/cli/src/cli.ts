@@ -1,0 +1,49 @@
+import { Command, CommanderError } from 'commander';
+import { isCniError } from '@allocnet/cni';
+import { cniCommand } from './cni-command.js';
+import type { CliIo } from './io.js';
+
+/** Builds the `allocnet` command tree. */
+export function createProgram(io: CliIo): Command {
+  const program = new Command('allocnet')
+    .description('allocnet: allocation networking on CNI plugins (operators’ tools)')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .showHelpAfterError();
+  program.addCommand(cniCommand(io));
+  // Sub-commands report usage errors through exitOverride as well.
+  for (const command of program.commands) {
+    command.exitOverride().configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    });
+    for (const sub of command.commands) {
+      sub.exitOverride().configureOutput({
+        writeOut: (s) => io.stdout.write(s),
+        writeErr: (s) => io.stderr.write(s),
+      });
+    }
+  }
+  return program;
+}
+
+/**
+ * Runs `allocnet` with `argv` (without node and script) and resolves the exit status: 0 on
+ * success, 1 when the operation failed (the message goes to stderr), 2 for a usage error.
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    await createProgram(io).parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end here with exit code 0.
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    if (isCniError(error)) {
+      io.stderr.write(`allocnet: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
