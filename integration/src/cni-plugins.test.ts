@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import {
   createCniRuntime,
-  createExecaPluginExec,
+  createNodePluginExec,
   isCniError,
   parseNetworkConfig,
 } from '@allocnet/cni';
@@ -40,7 +40,7 @@ beforeEach(async () => {
   runtime = createCniRuntime({
     pluginDirs: [PLUGIN_DIR],
     cacheDir: join(tmp.path, 'cache'),
-    exec: createExecaPluginExec({ netns: node.name }),
+    exec: createNodePluginExec({ netns: node.name }),
   });
 });
 
@@ -276,7 +276,7 @@ describe('where plugins run', () => {
     const rt = createCniRuntime({
       pluginDirs: [plugins],
       cacheDir: join(tmp.path, 'c2'),
-      exec: createExecaPluginExec({ netns: node.name }),
+      exec: createNodePluginExec({ netns: node.name }),
     });
     await rt.versions(parseNetworkConfig({ cniVersion: '1.0.0', name: 'n', type: 'fake' }));
     const nodeInode = (await node.exec(['readlink', '/proc/self/ns/net'])).stdout.trim();

@@ -6,7 +6,7 @@ import {
   CniError,
   DEFAULT_PLUGIN_DIRS,
   createCniRuntime,
-  createExecaPluginExec,
+  createNodePluginExec,
   findNetwork,
   listNetworks,
   parseArgs,
@@ -72,9 +72,7 @@ function runtimeOf(options: CommonOptions, io: CliIo): CniRuntime {
   return createCniRuntime({
     pluginDirs: pluginDirs(options, io),
     cacheDir: options.cacheDir,
-    exec: createExecaPluginExec(
-      options.hostNetns === undefined ? {} : { netns: options.hostNetns },
-    ),
+    exec: createNodePluginExec(options.hostNetns === undefined ? {} : { netns: options.hostNetns }),
   });
 }
 

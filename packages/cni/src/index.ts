@@ -21,12 +21,14 @@ export {
 export type { NetworkConfig, NetworkListing, PluginConfig } from './config.js';
 export { CniError, WELL_KNOWN_CODES, codeName, isCniError } from './errors.js';
 export type { CniErrorCode, CniErrorDetails, CniVerb } from './errors.js';
-export { createExecaPluginExec } from './exec.js';
+export { createNodePluginExec, execPlugin } from './exec.js';
 export type {
-  ExecaPluginExecOptions,
+  NodePluginExecOptions,
   PluginExec,
   PluginExecRequest,
   PluginExecResult,
+  PluginStartRequest,
+  StartedPlugin,
 } from './exec.js';
 export { DEFAULT_PLUGIN_DIRS, findPlugin } from './lookup.js';
 export { ResultError, encodeResult, ipFamily, parseResult } from './result.js';

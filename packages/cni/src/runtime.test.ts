@@ -6,7 +6,7 @@ import { parseNetworkConfig } from './config.js';
 import type { NetworkConfig } from './config.js';
 import { isCniError } from './errors.js';
 import type { CniError } from './errors.js';
-import { createExecaPluginExec } from './exec.js';
+import { createNodePluginExec } from './exec.js';
 import type { PluginExec } from './exec.js';
 import { createCniRuntime } from './runtime.js';
 import type { Attachment, CniRuntime } from './runtime.js';
@@ -351,21 +351,66 @@ describe('ADD', () => {
     expect(await rt.pendingAdds()).toEqual([]);
   });
 
+  it("starts the chain's processes while the first plugin runs, and gives each its stdin only in turn", async () => {
+    await fakes(['a'], ['b'], ['c']);
+    const events: string[] = [];
+    const real = createNodePluginExec();
+    const logging: PluginExec = {
+      start(request) {
+        const name = request.path.slice(request.path.lastIndexOf('/') + 1);
+        const cmd = request.env.CNI_COMMAND ?? '';
+        if (cmd === 'ADD') events.push(`start ${name}`);
+        const started = real.start(request);
+        return {
+          cancel: () => {
+            started.cancel();
+          },
+          async run(stdin) {
+            if (cmd === 'ADD') events.push(`stdin ${name}`);
+            const result = await started.run(stdin);
+            if (cmd === 'ADD') events.push(`end ${name}`);
+            return result;
+          },
+        };
+      },
+    };
+    await runtime({ exec: logging }).add(network(['a', 'b', 'c']), ATTACH);
+    expect(events).toEqual([
+      'start a',
+      'stdin a',
+      'start b',
+      'start c',
+      'end a',
+      'stdin b',
+      'end b',
+      'stdin c',
+      'end c',
+    ]);
+  });
+
   it('writes the ADD-in-progress marker durably before the first plugin runs', async () => {
     await fakes(['a']);
     const seen: boolean[] = [];
-    const real = createExecaPluginExec();
+    const real = createNodePluginExec();
     const watching: PluginExec = {
-      async exec(request) {
-        if (request.env.CNI_COMMAND === 'ADD') {
-          seen.push(
-            await stat(join(cacheDir, 'allocnet', 'adding', `testnet-${ID}-eth0`)).then(
-              () => true,
-              () => false,
-            ),
-          );
-        }
-        return real.exec(request);
+      start(request) {
+        const started = real.start(request);
+        return {
+          cancel: () => {
+            started.cancel();
+          },
+          async run(stdin) {
+            if (request.env.CNI_COMMAND === 'ADD') {
+              seen.push(
+                await stat(join(cacheDir, 'allocnet', 'adding', `testnet-${ID}-eth0`)).then(
+                  () => true,
+                  () => false,
+                ),
+              );
+            }
+            return started.run(stdin);
+          },
+        };
       },
     };
     await runtime({ exec: watching }).add(network(['a']), ATTACH);
@@ -621,12 +666,20 @@ describe('time', () => {
   it('honours an AbortSignal, and the undoing DEL still runs', async () => {
     const [a] = await fakes(['a', { ADD: { delayMs: 30_000 } }]);
     const controller = new AbortController();
-    const real = createExecaPluginExec();
+    const real = createNodePluginExec();
     const aborting: PluginExec = {
-      exec(request) {
-        const running = real.exec(request);
-        if (request.env.CNI_COMMAND === 'ADD') controller.abort();
-        return running;
+      start(request) {
+        const started = real.start(request);
+        return {
+          cancel: () => {
+            started.cancel();
+          },
+          run(stdin) {
+            const running = started.run(stdin);
+            if (request.env.CNI_COMMAND === 'ADD') controller.abort();
+            return running;
+          },
+        };
       },
     };
     const error = await caught(

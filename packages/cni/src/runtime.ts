@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import * as t from 'io-ts';
 import { createCniCache } from './cache.js';
 import type { CacheEntry, CniCache } from './cache.js';
@@ -7,8 +7,8 @@ import type { NetworkConfig, PluginConfig } from './config.js';
 import { decode } from './decode.js';
 import { CniError, codeName, invalidArgument, isCniError } from './errors.js';
 import type { CniVerb } from './errors.js';
-import { createExecaPluginExec } from './exec.js';
-import type { PluginExec, PluginExecResult } from './exec.js';
+import { createNodePluginExec } from './exec.js';
+import type { PluginExec, PluginExecResult, StartedPlugin } from './exec.js';
 import { silentLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import { DEFAULT_PLUGIN_DIRS, findPlugin } from './lookup.js';
@@ -36,7 +36,7 @@ export interface CniRuntimeOptions {
   readonly pluginDirs?: readonly string[];
   /** The result cache (libcni layout). Default /var/lib/cni. */
   readonly cacheDir?: string;
-  /** How plugins run. Default: execa, in this process's network namespace. */
+  /** How plugins run. Default: node:child_process, in this process's network namespace. */
   readonly exec?: PluginExec;
   /** Per plugin process, after which it is killed. Default 60 000 ms. */
   readonly timeoutMs?: number;
@@ -140,7 +140,7 @@ interface Step {
 export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
   const pluginDirs = options.pluginDirs ?? DEFAULT_PLUGIN_DIRS;
   const cache = createCniCache(options.cacheDir ?? '/var/lib/cni');
-  const executor = options.exec ?? createExecaPluginExec();
+  const executor = options.exec ?? createNodePluginExec();
   const timeoutMs = options.timeoutMs ?? 60_000;
   const logger = options.logger ?? silentLogger;
   const baseEnv: Record<string, string> = {};
@@ -222,28 +222,34 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     return new CniError(`${context}: ${msg}`, { ...base, code: 'plugin-error', msg });
   }
 
-  /** Runs one plugin; resolves its stdout on exit 0, throws `CniError` otherwise. */
-  async function run(
+  function start(
     step: Step,
-    verb: CniVerb,
-    stdin: string,
     environment: Record<string, string>,
-    containerId: string | undefined,
     call: CallOptions | undefined,
-  ): Promise<string> {
-    const started = performance.now();
-    const result = await executor.exec({
+  ): StartedPlugin {
+    return executor.start({
       path: step.path,
-      stdin,
       env: environment,
       timeoutMs,
       ...(call?.signal === undefined ? {} : { signal: call.signal }),
     });
+  }
+
+  /** Runs one started plugin; resolves its stdout on exit 0, throws `CniError` otherwise. */
+  async function finish(
+    started: StartedPlugin,
+    step: Step,
+    verb: CniVerb,
+    stdin: string,
+    containerId: string | undefined,
+  ): Promise<string> {
+    const began = performance.now();
+    const result = await started.run(stdin);
     logger.debug('cni plugin', {
       plugin: step.plugin.type,
       verb,
       containerId,
-      ms: Math.round(performance.now() - started),
+      ms: Math.round(performance.now() - began),
       ...(result.kind === 'exited' ? { exitCode: result.exitCode } : { failed: result.reason }),
     });
     if (result.kind === 'exited' && result.exitCode === 0) {
@@ -258,18 +264,72 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     throw pluginFailure(step, verb, containerId, result);
   }
 
-  async function resolve(network: NetworkConfig): Promise<Step[]> {
-    const steps: Step[] = [];
-    for (const plugin of network.plugins)
-      steps.push({ plugin, path: await findPlugin(plugin.type, pluginDirs) });
-    return steps;
+  /** Runs one plugin on its own. */
+  function run(
+    step: Step,
+    verb: CniVerb,
+    stdin: string,
+    environment: Record<string, string>,
+    containerId: string | undefined,
+    call: CallOptions | undefined,
+  ): Promise<string> {
+    return finish(start(step, environment, call), step, verb, stdin, containerId);
+  }
+
+  /**
+   * Runs `steps` one after another. Every plugin's process is started early and waits for its
+   * stdin, so nothing happens out of order: the first before `before` runs, the rest right after
+   * the first gets its stdin, while it works. Process start-up (a fork of this process, then the
+   * plugin's own runtime init) thus happens during the cheap first plugin (loopback, in most
+   * chains) instead of during the expensive ones. `stdinAt(i)` is asked only when step i is about
+   * to get its stdin, after step i - 1 finished. Stops at the first failure, cancelling the
+   * processes that never got their stdin.
+   */
+  async function runChain(
+    steps: readonly Step[],
+    verb: CniVerb,
+    environment: Record<string, string>,
+    containerId: string | undefined,
+    call: CallOptions | undefined,
+    stdinAt: (index: number) => string,
+    onOutput: (index: number, stdout: string) => void = () => undefined,
+    before: () => Promise<void> = () => Promise.resolve(),
+  ): Promise<void> {
+    if (steps.length === 0) return;
+    const started: (StartedPlugin | undefined)[] = [start(steps[0] as Step, environment, call)];
+    let done = 0;
+    try {
+      await before();
+      for (let i = 0; i < steps.length; i++) {
+        const running = finish(
+          started[i] as StartedPlugin,
+          steps[i] as Step,
+          verb,
+          stdinAt(i),
+          containerId,
+        );
+        started[i] = undefined;
+        if (i === 0)
+          for (let j = 1; j < steps.length; j++)
+            started[j] = start(steps[j] as Step, environment, call);
+        onOutput(i, await running);
+        done = i + 1;
+      }
+    } catch (error) {
+      for (const waiting of started.slice(done)) waiting?.cancel();
+      throw error;
+    }
+  }
+
+  function resolve(network: NetworkConfig): Step[] {
+    return network.plugins.map((plugin) => ({ plugin, path: findPlugin(plugin.type, pluginDirs) }));
   }
 
   async function supportedVersions(
     step: Step,
     call: CallOptions | undefined,
   ): Promise<readonly string[]> {
-    const info = await stat(step.path);
+    const info = statSync(step.path);
     const stamp = `${info.mtimeMs}:${info.size}:${info.ino}`;
     const hit = versionCache.get(step.path);
     if (hit?.stamp === stamp) return hit.versions;
@@ -430,24 +490,38 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
   }
 
   /** DEL over `steps` in reverse; stops at the first failure (the spec's rule) and throws it. */
+  /**
+   * DEL over `steps` in reverse; stops at the first failure (the spec's rule) and throws it.
+   * `prepare` (the version, the prevResult) runs while the first plugin's process starts.
+   */
   async function delChain(
     network: NetworkConfig,
     steps: readonly Step[],
-    cniVersion: string,
     a: ReturnType<typeof checked>,
-    prevResult: Record<string, unknown> | undefined,
     call: CallOptions | undefined,
+    prepare: () => Promise<{ cniVersion: string; prevResult: Record<string, unknown> | undefined }>,
   ): Promise<void> {
-    const environment = env('DEL', a);
-    // prevResult on DEL came with spec 0.4.0.
-    const prev = atLeast(cniVersion, '0.4.0') ? prevResult : undefined;
-    for (const step of [...steps].reverse()) {
-      const stdin = stdinFor(step.plugin, network, cniVersion, {
-        capabilityArgs: a.capabilityArgs,
-        ...(prev === undefined ? {} : { prevResult: prev }),
-      });
-      await run(step, 'DEL', stdin, environment, a.containerId, call);
-    }
+    const reversed = [...steps].reverse();
+    let ready = { cniVersion: '', prevResult: undefined as Record<string, unknown> | undefined };
+    await runChain(
+      reversed,
+      'DEL',
+      env('DEL', a),
+      a.containerId,
+      call,
+      (i) =>
+        stdinFor((reversed[i] as Step).plugin, network, ready.cniVersion, {
+          capabilityArgs: a.capabilityArgs,
+          // prevResult on DEL came with spec 0.4.0.
+          ...(ready.prevResult === undefined || !atLeast(ready.cniVersion, '0.4.0')
+            ? {}
+            : { prevResult: ready.prevResult }),
+        }),
+      undefined,
+      async () => {
+        ready = await prepare();
+      },
+    );
   }
 
   function entryOf(
@@ -473,23 +547,27 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     call?: CallOptions,
   ): Promise<void> {
     const a = checked(attachment, 'DEL');
-    const steps = await resolve(network);
-    const cniVersion = await version(network, steps, call);
-    let prevResult: Record<string, unknown> | undefined;
-    try {
-      const cached = await cache.readResult(network.name, a.containerId, a.ifName);
-      if (cached?.result !== undefined)
-        prevResult = encodeResult(parseResult(cached.result, cniVersion), cniVersion);
-    } catch (error) {
-      // A cache entry that cannot be read must not block the DEL: go on without prevResult (as
-      // libcni does) and remove the entry once the DEL succeeds.
-      logger.warn('cni cache entry cannot be read; deleting without prevResult', {
-        network: network.name,
-        containerId: a.containerId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
-    await delChain(network, steps, cniVersion, a, prevResult, call);
+    const steps = resolve(network);
+    await delChain(network, steps, a, call, async () => {
+      const cniVersion = await version(network, steps, call);
+      try {
+        const cached = await cache.readResult(network.name, a.containerId, a.ifName);
+        const prevResult =
+          cached?.result === undefined
+            ? undefined
+            : encodeResult(parseResult(cached.result, cniVersion), cniVersion);
+        return { cniVersion, prevResult };
+      } catch (error) {
+        // A cache entry that cannot be read must not block the DEL: go on without prevResult (as
+        // libcni does) and remove the entry once the DEL succeeds.
+        logger.warn('cni cache entry cannot be read; deleting without prevResult', {
+          network: network.name,
+          containerId: a.containerId,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return { cniVersion, prevResult: undefined };
+      }
+    });
     await cache.removeResult(network.name, a.containerId, a.ifName);
     await cache.clearAdding(network.name, a.containerId, a.ifName);
   }
@@ -500,31 +578,51 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
 
     async add(network, attachment, call) {
       const a = checked(attachment, 'ADD');
-      const steps = await resolve(network);
-      const cniVersion = await version(network, steps, call);
-      await cache.markAdding(entryOf(network, a));
+      const steps = resolve(network);
       const environment = env('ADD', a);
+      let cniVersion = '';
       let prev: CniResult | undefined;
+      // Set once the first plugin gets its stdin: from then on a failure has something to undo.
+      const state = { applying: false };
       try {
-        for (const step of steps) {
-          const stdin = stdinFor(step.plugin, network, cniVersion, {
-            capabilityArgs: a.capabilityArgs,
-            ...(prev === undefined ? {} : { prevResult: encodeResult(prev, cniVersion) }),
-          });
-          const stdout = await run(step, 'ADD', stdin, environment, a.containerId, call);
-          prev = parsedResult(step, 'ADD', a.containerId, stdout, cniVersion);
-        }
+        await runChain(
+          steps,
+          'ADD',
+          environment,
+          a.containerId,
+          call,
+          (i) => {
+            state.applying = true;
+            return stdinFor((steps[i] as Step).plugin, network, cniVersion, {
+              capabilityArgs: a.capabilityArgs,
+              ...(prev === undefined ? {} : { prevResult: encodeResult(prev, cniVersion) }),
+            });
+          },
+          (i, stdout) => {
+            prev = parsedResult(steps[i] as Step, 'ADD', a.containerId, stdout, cniVersion);
+          },
+          // While the first plugin's process starts: settle the version, then put the intent on
+          // disk, before that plugin gets its stdin.
+          async () => {
+            cniVersion = await version(network, steps, call);
+            await cache.markAdding(entryOf(network, a));
+          },
+        );
         const result = prev ?? parseResult({}, cniVersion);
         const json = encodeResult(result, cniVersion);
         await cache.writeResult(entryOf(network, a, json));
         await cache.clearAdding(network.name, a.containerId, a.ifName);
         return { cniVersion, result, json };
       } catch (error) {
+        // Nothing ran (the intent could not be recorded): nothing to undo.
+        if (!state.applying) throw error;
         // Undo whatever the chain did, with the last result any plugin gave, whatever the
         // caller's signal says: a cancelled ADD must not stay half-applied.
         const partial = prev === undefined ? undefined : encodeResult(prev, cniVersion);
         try {
-          await delChain(network, steps, cniVersion, a, partial, undefined);
+          await delChain(network, steps, a, undefined, () =>
+            Promise.resolve({ cniVersion, prevResult: partial }),
+          );
           await cache.clearAdding(network.name, a.containerId, a.ifName);
         } catch (undoError) {
           if (!isCniError(error)) throw error;
@@ -551,7 +649,7 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     async check(network, attachment, call) {
       const a = checked(attachment, 'CHECK');
       if (network.disableCheck) return { ran: false };
-      const steps = await resolve(network);
+      const steps = resolve(network);
       const cniVersion = await version(network, steps, call);
       if (!atLeast(cniVersion, '0.4.0')) {
         const msg = `network ${JSON.stringify(network.name)} runs at ${cniVersion}; CHECK needs 0.4.0 or later`;
@@ -588,7 +686,7 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     del,
 
     async status(network, call) {
-      const steps = await resolve(network);
+      const steps = resolve(network);
       const cniVersion = await version(network, steps, call);
       if (!atLeast(cniVersion, '1.1.0')) return { ran: false };
       const environment = env('STATUS', { containerId: '', netns: '', ifName: '', args: [] });
@@ -642,7 +740,7 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
         }
       }
       try {
-        const steps = await resolve(network);
+        const steps = resolve(network);
         const cniVersion = await version(network, steps, call);
         if (atLeast(cniVersion, '1.1.0')) {
           const attachments = valid.map((v) => ({ containerID: v.containerId, ifname: v.ifName }));
@@ -674,7 +772,7 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     },
 
     async versions(network, call) {
-      return negotiate(network, await resolve(network), call);
+      return negotiate(network, resolve(network), call);
     },
 
     pendingAdds: () => cache.listAdding(),

@@ -21,3 +21,41 @@ export function summarize(runs: readonly number[]): Summary {
 export function ratio(slow: Summary, fast: Summary): number {
   return slow.median / fast.median;
 }
+
+/** The nearest-rank percentile of `values` (as go-cni's peer computes it), p in 0..100. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) throw new Error('no values');
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1] as number;
+}
+
+/** Per-operation latencies of one phase, in the shape the go-cni peer prints. */
+export interface PhaseStats {
+  readonly ok: number;
+  readonly failed: number;
+  readonly p50Ms: number;
+  readonly p95Ms: number;
+  readonly meanMs: number;
+  readonly totalMs: number;
+  readonly errors?: Readonly<Record<string, number>>;
+}
+
+export function phaseStats(
+  latencies: readonly number[],
+  failures: readonly string[],
+  totalMs: number,
+): PhaseStats {
+  const errors: Record<string, number> = {};
+  for (const f of failures) errors[f] = (errors[f] ?? 0) + 1;
+  const mean = latencies.length === 0 ? 0 : latencies.reduce((a, b) => a + b, 0) / latencies.length;
+  return {
+    ok: latencies.length,
+    failed: failures.length,
+    p50Ms: latencies.length === 0 ? 0 : percentile(latencies, 50),
+    p95Ms: latencies.length === 0 ? 0 : percentile(latencies, 95),
+    meanMs: mean,
+    totalMs,
+    ...(failures.length === 0 ? {} : { errors }),
+  };
+}

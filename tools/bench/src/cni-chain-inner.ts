@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+// One measurement of the CNI chain benchmark, run INSIDE the node namespace (`ip netns exec`):
+// ADD for every container namespace given, one at a time, then DEL for every one, timing each
+// whole-chain operation. Prints JSON in the shape of the go-cni peer's `bench` output.
+//   --method allocnet : @allocnet/cni's runtime
+//   --method plain    : a plain loop that spawns each plugin directly (child_process.spawn),
+//                       stdin built by hand the way libcni builds it; no checks, no cache
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createCniRuntime, parseNetworkConfigText } from '@allocnet/cni';
+import type { NetworkConfig } from '@allocnet/cni';
+import { phaseStats } from './stats.js';
+
+const { values } = parseArgs({
+  options: {
+    method: { type: 'string' },
+    conflist: { type: 'string' },
+    netns: { type: 'string' },
+    'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
+    'cache-dir': { type: 'string' },
+    'port-base': { type: 'string', default: '20000' },
+  },
+});
+const method = values.method;
+if (method !== 'allocnet' && method !== 'plain') throw new Error('--method is allocnet or plain');
+if (
+  values.conflist === undefined ||
+  values.netns === undefined ||
+  values['cache-dir'] === undefined
+) {
+  throw new Error('--conflist, --netns (comma-separated paths) and --cache-dir are required');
+}
+const pluginDir = values['plugin-dir'];
+const cacheDir = values['cache-dir'];
+const network = parseNetworkConfigText(readFileSync(values.conflist, 'utf8'), values.conflist);
+const paths = values.netns.split(',');
+const portBase = Number(values['port-base']);
+
+interface Alloc {
+  readonly id: string;
+  readonly netns: string;
+  readonly portMappings: readonly {
+    hostPort: number;
+    containerPort: number;
+    protocol: string;
+    hostIP: string;
+  }[];
+}
+
+const allocs: Alloc[] = paths.map((netns, i) => ({
+  id: `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`,
+  netns,
+  portMappings: ['tcp', 'udp'].map((protocol) => ({
+    hostPort: portBase + i,
+    containerPort: 8080,
+    protocol,
+    hostIP: '',
+  })),
+}));
+
+interface Driver {
+  add(a: Alloc): Promise<void>;
+  del(a: Alloc): Promise<void>;
+}
+
+function allocnetDriver(): Driver {
+  const runtime = createCniRuntime({ pluginDirs: [pluginDir], cacheDir });
+  const attach = (a: Alloc) => ({
+    containerId: a.id,
+    netns: a.netns,
+    ifName: 'eth0',
+    capabilityArgs: { portMappings: a.portMappings },
+  });
+  return {
+    async add(a) {
+      await runtime.add(network, attach(a));
+    },
+    async del(a) {
+      await runtime.del(network, attach(a));
+    },
+  };
+}
+
+function spawnPlugin(type: string, stdin: string, env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(pluginDir, type), [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => err.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const stdout = Buffer.concat(out).toString();
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${type} exited ${code}: ${stdout}${Buffer.concat(err).toString()}`));
+    });
+    child.stdin.end(stdin);
+  });
+}
+
+function plainDriver(net: NetworkConfig): Driver {
+  const results = new Map<string, unknown>();
+  const env = (command: string, a: Alloc): NodeJS.ProcessEnv => ({
+    ...process.env,
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: a.id,
+    CNI_NETNS: a.netns,
+    CNI_IFNAME: 'eth0',
+    CNI_ARGS: '',
+    CNI_PATH: pluginDir,
+  });
+  const stdin = (raw: Readonly<Record<string, unknown>>, a: Alloc, prevResult: unknown) =>
+    JSON.stringify({
+      ...raw,
+      name: net.name,
+      cniVersion: net.cniVersion,
+      ...(raw.type === 'portmap' ? { runtimeConfig: { portMappings: a.portMappings } } : {}),
+      ...(prevResult === undefined ? {} : { prevResult }),
+    });
+  return {
+    async add(a) {
+      let prev: unknown;
+      for (const plugin of net.plugins) {
+        prev = JSON.parse(
+          await spawnPlugin(plugin.type, stdin(plugin.raw, a, prev), env('ADD', a)),
+        );
+      }
+      results.set(a.id, prev);
+    },
+    async del(a) {
+      const prev = results.get(a.id);
+      for (const plugin of [...net.plugins].reverse())
+        await spawnPlugin(plugin.type, stdin(plugin.raw, a, prev), env('DEL', a));
+    },
+  };
+}
+
+async function phase(op: (a: Alloc) => Promise<void>) {
+  const latencies: number[] = [];
+  const failures: string[] = [];
+  const start = performance.now();
+  for (const a of allocs) {
+    const t0 = performance.now();
+    try {
+      await op(a);
+      latencies.push(performance.now() - t0);
+    } catch (error) {
+      failures.push(error instanceof Error ? error.message.slice(0, 300) : String(error));
+    }
+  }
+  return phaseStats(latencies, failures, performance.now() - start);
+}
+
+const driver = method === 'allocnet' ? allocnetDriver() : plainDriver(network);
+const setup = await phase((a) => driver.add(a));
+const remove = await phase((a) => driver.del(a));
+process.stdout.write(`${JSON.stringify({ method, n: allocs.length, setup, remove })}\n`);

@@ -1,0 +1,201 @@
+#!/usr/bin/env node
+// ADD and DEL of Nomad's bridge chain (loopback, bridge + host-local, firewall, portmap; one port
+// as tcp+udp per allocation) three ways, in one run, each on a fresh node namespace:
+//   allocnet : @allocnet/cni's runtime
+//   plain    : a plain Node loop that spawns each plugin directly (the floor for a Node runtime)
+//   go-cni   : the reference runtime in ../shared/peer (containerd's go-cni, what Nomad uses)
+// Each method sets up N allocations one at a time, then removes them, timing every whole-chain
+// operation; the order of methods rotates between repetitions. Prints p50/p95 per method, the
+// ratios allocnet/plain and allocnet/go-cni, and writes tools/bench/results/cni-chain.json.
+import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { execa } from 'execa';
+import { tempDir } from '@allocnet/cni/testing';
+import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
+import { summarize } from './stats.js';
+import type { PhaseStats } from './stats.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..', '..');
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', default: '30' },
+    reps: { type: 'string', default: '5' },
+    peer: { type: 'string', default: resolve(repo, '..', 'shared', 'peer', 'bin', 'peercni') },
+    'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
+  },
+});
+const N = Number(values.n);
+const REPS = Number(values.reps);
+if (!Number.isInteger(N) || N < 1 || N > 1000) throw new Error(`--n ${values.n} is not 1-1000`);
+if (!Number.isInteger(REPS) || REPS < 1)
+  throw new Error(`--reps ${values.reps} is not a positive whole number`);
+const PEER = values.peer;
+const PLUGIN_DIR = values['plugin-dir'];
+
+type Method = 'allocnet' | 'plain' | 'go-cni';
+const METHODS: readonly Method[] = ['allocnet', 'plain', 'go-cni'];
+
+/** Nomad's default bridge network as the peer's conf/nomad-bridge.conflist has it (cniVersion 0.4.0). */
+function conflist(ipamDir: string): string {
+  return JSON.stringify({
+    cniVersion: '0.4.0',
+    name: 'nomad',
+    plugins: [
+      { type: 'loopback' },
+      {
+        type: 'bridge',
+        bridge: 'nomad',
+        ipMasq: true,
+        isGateway: true,
+        forceAddress: true,
+        hairpinMode: false,
+        ipam: {
+          type: 'host-local',
+          ranges: [[{ subnet: '172.26.64.0/20' }]],
+          routes: [{ dst: '0.0.0.0/0' }],
+          dataDir: ipamDir,
+        },
+      },
+      { type: 'firewall', backend: 'iptables', iptablesAdminChainName: 'NOMAD-ADMIN' },
+      { type: 'portmap', capabilities: { portMappings: true }, snat: true },
+    ],
+  });
+}
+
+interface Run {
+  readonly setup: PhaseStats;
+  readonly remove: PhaseStats;
+}
+
+async function runOnce(method: Method): Promise<Run> {
+  const lab = createNetnsLab();
+  const tmp = await tempDir('allocnet-bench-');
+  try {
+    const node = await lab.node('bench');
+    const file = join(tmp.path, 'nomad.conflist');
+    writeFileSync(file, conflist(join(tmp.path, 'ipam')));
+    let stdout: string;
+    if (method === 'go-cni') {
+      ({ stdout } = await execa('ip', [
+        'netns', 'exec', node.name, PEER, 'bench',
+        '--n', String(N), '--concurrency', '1', '--conflist', file, '--cni-path', PLUGIN_DIR,
+        '--netns-prefix', `${lab.prefix}-pb-`,
+      ])); // prettier-ignore
+    } else {
+      const containers = [];
+      for (let i = 0; i < N; i++) containers.push(await lab.container());
+      ({ stdout } = await execa('ip', [
+        'netns', 'exec', node.name, process.execPath, join(here, 'cni-chain-inner.js'),
+        '--method', method, '--conflist', file, '--netns', containers.map((c) => c.path).join(','),
+        '--cache-dir', join(tmp.path, 'cache'), '--plugin-dir', PLUGIN_DIR,
+      ])); // prettier-ignore
+    }
+    const out = JSON.parse(stdout) as Run;
+    for (const [phase, stats] of [
+      ['setup', out.setup],
+      ['remove', out.remove],
+    ] as const) {
+      if (stats.failed > 0 || stats.ok !== N) {
+        throw new Error(
+          `${method} ${phase}: ${stats.failed} of ${N} failed: ${JSON.stringify(stats.errors)}`,
+        );
+      }
+    }
+    return out;
+  } finally {
+    try {
+      await lab.dispose();
+    } finally {
+      await tmp.remove();
+    }
+  }
+}
+
+/** Removes each directory if it is there and empty; one with files in it is not ours to remove. */
+function removeEmptyDirs(dirs: readonly string[]): void {
+  for (const d of dirs) {
+    try {
+      rmdirSync(d);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? '';
+      if (code !== 'ENOENT' && code !== 'ENOTEMPTY')
+        console.error(`could not remove ${d}: ${code}`);
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  await requireNetworkTestHost(['ip', 'iptables', `${PLUGIN_DIR}/bridge`, PEER]);
+  // libcni (the peer) writes its cache under /var/lib/cni and cannot be told otherwise; it
+  // removes its files, and the directories it made are removed here if they are empty.
+  const libcniDirsExisted = existsSync('/var/lib/cni');
+  const runs: Record<Method, Run[]> = { allocnet: [], plain: [], 'go-cni': [] };
+  try {
+    for (let rep = 0; rep < REPS; rep++) {
+      const order = METHODS.map((_, i) => METHODS[(i + rep) % METHODS.length] as Method);
+      for (const method of order) {
+        const run = await runOnce(method);
+        runs[method].push(run);
+        console.error(
+          `rep ${rep + 1}/${REPS} ${method.padEnd(8)} setup p50 ${run.setup.p50Ms.toFixed(1)} ms, remove p50 ${run.remove.p50Ms.toFixed(1)} ms`,
+        );
+      }
+    }
+  } finally {
+    if (!libcniDirsExisted) removeEmptyDirs(['/var/lib/cni/results', '/var/lib/cni']);
+  }
+
+  const median = (m: Method, phase: 'setup' | 'remove', key: 'p50Ms' | 'p95Ms') =>
+    summarize(runs[m].map((r) => r[phase][key])).median;
+  const table = METHODS.map((m) => ({
+    method: m,
+    setupP50: median(m, 'setup', 'p50Ms'),
+    setupP95: median(m, 'setup', 'p95Ms'),
+    removeP50: median(m, 'remove', 'p50Ms'),
+    removeP95: median(m, 'remove', 'p95Ms'),
+  }));
+  const row = (m: Method) => table.find((r) => r.method === m) as (typeof table)[0];
+  // Each repetition runs the three methods back to back, so a ratio within one repetition
+  // compares like with like even when the machine's speed drifts between repetitions; the
+  // reported ratio is the median of those paired ratios.
+  const paired = (other: Method, phase: 'setup' | 'remove') =>
+    summarize(runs.allocnet.map((r, i) => r[phase].p50Ms / (runs[other][i] as Run)[phase].p50Ms))
+      .median;
+  const ratios = {
+    setupVsPlain: paired('plain', 'setup'),
+    removeVsPlain: paired('plain', 'remove'),
+    setupVsGoCni: paired('go-cni', 'setup'),
+    removeVsGoCni: paired('go-cni', 'remove'),
+  };
+  console.log(
+    `Nomad bridge chain, ${N} allocations one at a time, ${REPS} reps (medians of per-rep p50/p95; ratios are medians of per-rep ratios), fresh node namespace per run`,
+  );
+  console.log(
+    `${'method'.padEnd(10)}${'ADD p50'.padStart(10)}${'ADD p95'.padStart(10)}${'DEL p50'.padStart(10)}${'DEL p95'.padStart(10)}`,
+  );
+  for (const r of table) {
+    console.log(
+      `${r.method.padEnd(10)}${r.setupP50.toFixed(1).padStart(10)}${r.setupP95.toFixed(1).padStart(10)}${r.removeP50.toFixed(1).padStart(10)}${r.removeP95.toFixed(1).padStart(10)}`,
+    );
+  }
+  console.log(
+    `allocnet / plain loop: ADD ${ratios.setupVsPlain.toFixed(3)}x, DEL ${ratios.removeVsPlain.toFixed(3)}x (goal <= 1.10)`,
+  );
+  console.log(
+    `allocnet / go-cni:     ADD ${ratios.setupVsGoCni.toFixed(3)}x, DEL ${ratios.removeVsGoCni.toFixed(3)}x (goal <= 1.00)`,
+  );
+  const out = join(here, '..', 'results');
+  mkdirSync(out, { recursive: true });
+  writeFileSync(
+    join(out, 'cni-chain.json'),
+    `${JSON.stringify({ benchmark: 'cni-chain', n: N, reps: REPS, date: new Date().toISOString(), table, ratios, runs }, null, 2)}\n`,
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
