@@ -157,7 +157,6 @@ async function main(): Promise<void> {
     removeP50: median(m, 'remove', 'p50Ms'),
     removeP95: median(m, 'remove', 'p95Ms'),
   }));
-  const row = (m: Method) => table.find((r) => r.method === m) as (typeof table)[0];
   // Each repetition runs the three methods back to back, so a ratio within one repetition
   // compares like with like even when the machine's speed drifts between repetitions; the
   // reported ratio is the median of those paired ratios.
