@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { tempDir } from '@allocnet/cni/testing';
+import { nomadBridgeConflist, tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab } from '@allocnet/testns';
 
@@ -43,25 +43,7 @@ it('lists, adds, reports versions of and deletes a network by hand, as an operat
   await mkdir(conf);
   await writeFile(
     join(conf, '10-nomad.conflist'),
-    JSON.stringify({
-      cniVersion: '1.0.0',
-      name: 'nomad',
-      plugins: [
-        { type: 'loopback' },
-        {
-          type: 'bridge',
-          bridge: 'nomad',
-          ipMasq: true,
-          isGateway: true,
-          ipam: {
-            type: 'host-local',
-            ranges: [[{ subnet: '172.26.64.0/20' }]],
-            dataDir: join(tmp.path, 'ipam'),
-          },
-        },
-        { type: 'portmap', capabilities: { portMappings: true }, snat: true },
-      ],
-    }),
+    JSON.stringify(nomadBridgeConflist({ ipamDir: join(tmp.path, 'ipam'), withoutFirewall: true })),
   );
   const where = [
     '--conf-dir',

@@ -11,7 +11,7 @@ import {
   parseNetworkConfig,
 } from '@allocnet/cni';
 import type { CniError, CniRuntime, NetworkConfig } from '@allocnet/cni';
-import { installFakePlugin, tempDir } from '@allocnet/cni/testing';
+import { installFakePlugin, nomadBridgeConflist, tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
 
@@ -54,30 +54,7 @@ afterEach(async () => {
 
 /** Nomad's default bridge network (loopback, bridge + host-local, firewall, portmap). */
 function nomadBridge(options: { ipv6?: boolean; cniVersion?: string } = {}): NetworkConfig {
-  const ranges: unknown[][] = [[{ subnet: '172.26.64.0/20' }]];
-  const routes: unknown[] = [{ dst: '0.0.0.0/0' }];
-  if (options.ipv6 === true) {
-    ranges.push([{ subnet: 'fd00:a:b::/64' }]);
-    routes.push({ dst: '::/0' });
-  }
-  return parseNetworkConfig({
-    cniVersion: options.cniVersion ?? '1.0.0',
-    name: 'nomad',
-    plugins: [
-      { type: 'loopback' },
-      {
-        type: 'bridge',
-        bridge: 'nomad',
-        ipMasq: true,
-        isGateway: true,
-        forceAddress: true,
-        hairpinMode: false,
-        ipam: { type: 'host-local', ranges, routes, dataDir: join(tmp.path, 'ipam') },
-      },
-      { type: 'firewall', backend: 'iptables', iptablesAdminChainName: 'NOMAD-ADMIN' },
-      { type: 'portmap', capabilities: { portMappings: true }, snat: true },
-    ],
-  });
+  return parseNetworkConfig(nomadBridgeConflist({ ipamDir: join(tmp.path, 'ipam'), ...options }));
 }
 
 const ports = (hostPort: number, containerPort: number) => ({

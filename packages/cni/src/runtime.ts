@@ -136,6 +136,17 @@ interface Step {
   readonly path: string;
 }
 
+/** The attachment a cache entry (a result, or an ADD-in-progress marker) records. */
+function attachmentOf(entry: CacheEntry): Attachment {
+  return {
+    containerId: entry.containerId,
+    ifName: entry.ifName,
+    netns: entry.netns ?? '',
+    args: entry.cniArgs,
+    capabilityArgs: entry.capabilityArgs,
+  };
+}
+
 /** Creates a runtime. Nothing runs until a method is called. */
 export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
   const pluginDirs = options.pluginDirs ?? DEFAULT_PLUGIN_DIRS;
@@ -723,17 +734,7 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
         if (entry.networkName !== network.name || keep.has(`${entry.containerId}\0${entry.ifName}`))
           continue;
         try {
-          await del(
-            network,
-            {
-              containerId: entry.containerId,
-              ifName: entry.ifName,
-              netns: entry.netns ?? '',
-              args: entry.cniArgs,
-              capabilityArgs: entry.capabilityArgs,
-            },
-            call,
-          );
+          await del(network, attachmentOf(entry), call);
           deleted.push({ containerId: entry.containerId, ifName: entry.ifName });
         } catch (error) {
           errors.push(asError(error));
@@ -782,17 +783,7 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
         entry.config,
         `pending ADD of ${entry.networkName}-${entry.containerId}-${entry.ifName}`,
       );
-      await del(
-        network,
-        {
-          containerId: entry.containerId,
-          ifName: entry.ifName,
-          netns: entry.netns ?? '',
-          args: entry.cniArgs,
-          capabilityArgs: entry.capabilityArgs,
-        },
-        call,
-      );
+      await del(network, attachmentOf(entry), call);
     },
   };
 }

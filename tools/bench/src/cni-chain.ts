@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
-import { tempDir } from '@allocnet/cni/testing';
+import { nomadBridgeConflist, tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import { summarize } from './stats.js';
 import type { PhaseStats } from './stats.js';
@@ -40,29 +40,7 @@ const METHODS: readonly Method[] = ['allocnet', 'plain', 'go-cni'];
 
 /** Nomad's default bridge network as the peer's conf/nomad-bridge.conflist has it (cniVersion 0.4.0). */
 function conflist(ipamDir: string): string {
-  return JSON.stringify({
-    cniVersion: '0.4.0',
-    name: 'nomad',
-    plugins: [
-      { type: 'loopback' },
-      {
-        type: 'bridge',
-        bridge: 'nomad',
-        ipMasq: true,
-        isGateway: true,
-        forceAddress: true,
-        hairpinMode: false,
-        ipam: {
-          type: 'host-local',
-          ranges: [[{ subnet: '172.26.64.0/20' }]],
-          routes: [{ dst: '0.0.0.0/0' }],
-          dataDir: ipamDir,
-        },
-      },
-      { type: 'firewall', backend: 'iptables', iptablesAdminChainName: 'NOMAD-ADMIN' },
-      { type: 'portmap', capabilities: { portMappings: true }, snat: true },
-    ],
-  });
+  return JSON.stringify(nomadBridgeConflist({ ipamDir, cniVersion: '0.4.0' }));
 }
 
 interface Run {

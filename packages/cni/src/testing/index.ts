@@ -84,3 +84,48 @@ export async function installFakePlugin(
   return plugin;
 }
 export { tempDir } from './tmp.js';
+
+export interface NomadBridgeOptions {
+  /** host-local's data directory: give each test its own. */
+  readonly ipamDir: string;
+  readonly cniVersion?: string;
+  /** Add an IPv6 range (fd00:a:b::/64) and route (::/0). */
+  readonly ipv6?: boolean;
+  /** Leave firewall out of the chain. */
+  readonly withoutFirewall?: boolean;
+}
+
+/**
+ * Nomad's default bridge network as Nomad writes it (loopback; bridge `nomad` with ipMasq,
+ * isGateway, forceAddress, hairpinMode false and host-local on 172.26.64.0/20; firewall with admin
+ * chain NOMAD-ADMIN; portmap with snat), as a configuration list object: the fixture tests and
+ * benchmarks run the real plugins with.
+ */
+export function nomadBridgeConflist(options: NomadBridgeOptions): Record<string, unknown> {
+  const ranges: unknown[][] = [[{ subnet: '172.26.64.0/20' }]];
+  const routes: unknown[] = [{ dst: '0.0.0.0/0' }];
+  if (options.ipv6 === true) {
+    ranges.push([{ subnet: 'fd00:a:b::/64' }]);
+    routes.push({ dst: '::/0' });
+  }
+  return {
+    cniVersion: options.cniVersion ?? '1.0.0',
+    name: 'nomad',
+    plugins: [
+      { type: 'loopback' },
+      {
+        type: 'bridge',
+        bridge: 'nomad',
+        ipMasq: true,
+        isGateway: true,
+        forceAddress: true,
+        hairpinMode: false,
+        ipam: { type: 'host-local', ranges, routes, dataDir: options.ipamDir },
+      },
+      ...(options.withoutFirewall === true
+        ? []
+        : [{ type: 'firewall', backend: 'iptables', iptablesAdminChainName: 'NOMAD-ADMIN' }]),
+      { type: 'portmap', capabilities: { portMappings: true }, snat: true },
+    ],
+  };
+}
