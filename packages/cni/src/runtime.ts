@@ -136,6 +136,15 @@ interface Step {
   readonly path: string;
 }
 
+const CNI_VARIABLES = new Set([
+  'CNI_COMMAND',
+  'CNI_CONTAINERID',
+  'CNI_NETNS',
+  'CNI_IFNAME',
+  'CNI_ARGS',
+  'CNI_PATH',
+]);
+
 /** The attachment a cache entry (a result, or an ADD-in-progress marker) records. */
 function attachmentOf(entry: CacheEntry): Attachment {
   return {
@@ -154,22 +163,12 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
   const executor = options.exec ?? createNodePluginExec();
   const timeoutMs = options.timeoutMs ?? 60_000;
   const logger = options.logger ?? silentLogger;
-  const baseEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(options.env ?? process.env)) {
-    // The six CNI_* variables are always set below; an inherited one must not survive.
-    if (
-      v !== undefined &&
-      ![
-        'CNI_COMMAND',
-        'CNI_CONTAINERID',
-        'CNI_NETNS',
-        'CNI_IFNAME',
-        'CNI_ARGS',
-        'CNI_PATH',
-      ].includes(k)
-    )
-      baseEnv[k] = v;
-  }
+  // The six CNI_* variables are always set on each call; an inherited one must not survive.
+  const baseEnv = Object.fromEntries(
+    Object.entries(options.env ?? process.env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && !CNI_VARIABLES.has(entry[0]),
+    ),
+  );
   const cniPath = pluginDirs.join(':');
   // VERSION answers per binary, valid while the file's mtime, size and inode stay the same.
   const versionCache = new Map<string, { stamp: string; versions: Promise<readonly string[]> }>();
@@ -401,14 +400,14 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     steps: readonly Step[],
     call: CallOptions | undefined,
   ): Promise<NetworkVersions> {
-    const plugins: PluginVersions[] = [];
-    for (const step of steps) {
-      plugins.push({
+    // Every binary is asked at once; most answers come from the cache anyway.
+    const plugins: PluginVersions[] = await Promise.all(
+      steps.map(async (step) => ({
         type: step.plugin.type,
         path: step.path,
         supportedVersions: await supportedVersions(step, call),
-      });
-    }
+      })),
+    );
     const offered = offeredVersions(network);
     return { cniVersion: negotiateVersion(offered, plugins), offered, plugins };
   }
@@ -500,7 +499,6 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     }
   }
 
-  /** DEL over `steps` in reverse; stops at the first failure (the spec's rule) and throws it. */
   /**
    * DEL over `steps` in reverse; stops at the first failure (the spec's rule) and throws it.
    * `prepare` (the version, the prevResult) runs while the first plugin's process starts.
@@ -682,15 +680,26 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
           containerId: a.containerId,
         });
       }
-      const prevResult = encodeResult(parseResult(cached.result, cniVersion), cniVersion);
-      const environment = env('CHECK', a);
-      for (const step of steps) {
-        const stdin = stdinFor(step.plugin, network, cniVersion, {
+      let prevResult: Record<string, unknown>;
+      try {
+        prevResult = encodeResult(parseResult(cached.result, cniVersion), cniVersion);
+      } catch (error) {
+        const msg = `the cached ADD result for ${JSON.stringify(a.containerId)} cannot be read: ${(error as Error).message}`;
+        throw new CniError(msg, {
+          code: 'cache',
+          specCode: 5,
+          msg,
+          network: network.name,
+          verb: 'CHECK',
+          cause: error,
+        });
+      }
+      await runChain(steps, 'CHECK', env('CHECK', a), a.containerId, call, (i) =>
+        stdinFor((steps[i] as Step).plugin, network, cniVersion, {
           capabilityArgs: a.capabilityArgs,
           prevResult,
-        });
-        await run(step, 'CHECK', stdin, environment, a.containerId, call);
-      }
+        }),
+      );
       return { ran: true };
     },
 
@@ -701,16 +710,9 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
       const cniVersion = await version(network, steps, call);
       if (!atLeast(cniVersion, '1.1.0')) return { ran: false };
       const environment = env('STATUS', { containerId: '', netns: '', ifName: '', args: [] });
-      for (const step of steps) {
-        await run(
-          step,
-          'STATUS',
-          stdinFor(step.plugin, network, cniVersion, {}),
-          environment,
-          undefined,
-          call,
-        );
-      }
+      await runChain(steps, 'STATUS', environment, undefined, call, (i) =>
+        stdinFor((steps[i] as Step).plugin, network, cniVersion, {}),
+      );
       return { ran: true };
     },
 
