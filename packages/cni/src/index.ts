@@ -47,5 +47,7 @@ export {
 export type { CniArgs } from './validate.js';
 export { SPEC_VERSION, compareVersions, isVersion, negotiateVersion } from './version.js';
 export type { PluginVersions } from './version.js';
+export { checkedString, decode } from './decode.js';
+export type { DecodeProblem } from './decode.js';
 export { silentLogger } from './logger.js';
 export type { Logger } from './logger.js';

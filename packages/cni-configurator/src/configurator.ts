@@ -1,0 +1,749 @@
+import pRetry, { AbortError } from 'p-retry';
+import { isCniError, parseNetworkConfigText, silentLogger } from '@allocnet/cni';
+import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
+import { isIptablesError } from '@allocnet/iptables-node';
+import type { Family } from '@allocnet/iptables-node';
+import { NO_ADDRESS, dnsOf, pickAddress, resultAddresses } from './address.js';
+import { cniArgs } from './args.js';
+import { ConfiguratorError, invalidField, isConfiguratorError, messageOf } from './errors.js';
+import { networkFacts } from './facts.js';
+import type { NetworkFacts } from './facts.js';
+import { createGates } from './gates.js';
+import { ensureHostState, sharedChains } from './host.js';
+import type { AdminRule, SharedChain } from './host.js';
+import { checkPortMappings } from './check.js';
+import {
+  createCatalog,
+  defaultNetworkConfig,
+  defaultNetworkSettings,
+  resolveNetwork,
+} from './networks.js';
+import type { CatalogSnapshot } from './networks.js';
+import { portMappings } from './ports.js';
+import { checkAllocId, decodeSpec } from './spec.js';
+import {
+  EMPTY_STATE,
+  applyPlan,
+  describePlan,
+  planFor,
+  planIsEmpty,
+  planSweep,
+  scanHost,
+  sweep,
+} from './sweep.js';
+import type { Plan, Scan, SweepDeps } from './sweep.js';
+import type {
+  AllocAttachment,
+  CniConfigurator,
+  CniConfiguratorOptions,
+  HostState,
+  Leak,
+  LeakReport,
+  OperationOptions,
+  PortMapping,
+} from './types.js';
+
+/** CNI error codes that another attempt cannot fix. */
+const FINAL_CNI_CODES = new Set([
+  'invalid-argument',
+  'invalid-config',
+  'network-not-found',
+  'plugin-not-found',
+  'no-common-version',
+  'incompatible-version',
+  'invalid-network-config',
+  'decode-failure',
+  'unsupported-field',
+  'spawn',
+  'aborted',
+]);
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function checkNetnsPath(netns: unknown): string {
+  if (typeof netns !== 'string' || netns === '') throw invalidField('netns', 'is empty');
+  if (!netns.startsWith('/'))
+    throw invalidField('netns', `${JSON.stringify(netns)} is not an absolute path`);
+  if (netns.length > 4096 || netns.includes('\0') || /\/\.\.?(\/|$)/.test(netns))
+    throw invalidField(
+      'netns',
+      `${JSON.stringify(netns.slice(0, 80))} is not a clean absolute path`,
+    );
+  return netns;
+}
+
+function callOf(options: OperationOptions | undefined): { signal?: AbortSignal } {
+  return options?.signal === undefined ? {} : { signal: options.signal };
+}
+
+/** The CNI attachment an allocation attachment stands for. */
+function cniAttachment(a: AllocAttachment): Attachment {
+  return {
+    containerId: a.allocId,
+    netns: a.netns,
+    ifName: a.ifName,
+    args: a.args,
+    capabilityArgs: a.portMappings.length > 0 ? { portMappings: a.portMappings } : {},
+  };
+}
+
+/**
+ * Creates the configurator: reads the conf dir (and starts watching it), checks the default
+ * network's options. Nothing touches iptables or plugins until an operation runs.
+ *
+ * Concurrency: operations on different allocations run in parallel. The only waits are the
+ * first-setup gates (see gates.ts): while the bridge, or a family's firewall or portmap chains,
+ * have never been set up by this process, setups that need them run one at a time. Callers (the
+ * runner) never run two operations on one allocation at once.
+ */
+export async function createCniConfigurator(
+  options: CniConfiguratorOptions,
+): Promise<CniConfigurator> {
+  const { runtime, iptables } = options;
+  const logger = options.logger ?? silentLogger;
+  const settings = defaultNetworkSettings(options.defaultNetwork);
+  const ifName = options.ifName ?? 'eth0';
+  const region = options.region ?? 'global';
+  const ignoreHostIps = options.ignoreHostIps ?? false;
+  const attemptsMax = options.retry?.attempts ?? 3;
+  const delayMs = options.retry?.delayMs ?? 1000;
+  const jitterMs = options.retry?.jitterMs ?? 1000;
+  if (!Number.isInteger(attemptsMax) || attemptsMax < 1)
+    throw invalidField(
+      'retry.attempts',
+      `should be a whole number of at least 1, got ${attemptsMax}`,
+    );
+  const random = options.random ?? Math.random;
+  const sleep = options.sleep ?? defaultSleep;
+  const catalog = await createCatalog({
+    defaultNetwork: defaultNetworkConfig(settings),
+    confDir: options.confDir,
+    watch: options.watchConfDir ?? true,
+    logger,
+  });
+  const gates = createGates();
+  const deps: SweepDeps = { iptables, cache: runtime.cache, logger };
+  // Shared chains and admin rules this process has made sure of, by `family:table:chain`.
+  const prepared = new Set<string>();
+  const factsCache = new Map<string, NetworkFacts>();
+  const snapshots = new Map<string, NetworkConfig>();
+
+  function factsOf(network: NetworkConfig): NetworkFacts {
+    let facts = factsCache.get(network.bytes);
+    if (facts === undefined) {
+      facts = networkFacts(network);
+      factsCache.set(network.bytes, facts);
+    }
+    return facts;
+  }
+
+  /** The network an attachment was set up with, parsed once per distinct config. */
+  function snapshotNetwork(a: AllocAttachment): NetworkConfig {
+    let network = snapshots.get(a.network.config);
+    if (network === undefined) {
+      network = parseNetworkConfigText(
+        a.network.config,
+        `the network snapshot of ${JSON.stringify(a.allocId)}`,
+      );
+      if (snapshots.size > 64) snapshots.clear();
+      snapshots.set(a.network.config, network);
+    }
+    return network;
+  }
+
+  function adminRules(): AdminRule[] {
+    const rules: AdminRule[] = [
+      {
+        family: 'ipv4',
+        chain: settings.adminChain,
+        bridge: settings.bridge,
+        subnet: settings.subnet,
+      },
+    ];
+    if (settings.ipv6Subnet !== undefined)
+      rules.push({
+        family: 'ipv6',
+        chain: settings.adminChain,
+        bridge: settings.bridge,
+        subnet: settings.ipv6Subnet,
+      });
+    return rules;
+  }
+
+  /** Shared chains (and, for the default network, the admin rules) this process has not made sure of. */
+  async function prepareHost(
+    facts: NetworkFacts,
+    isDefault: boolean,
+    call: { signal?: AbortSignal },
+  ) {
+    const chainKey = (c: SharedChain) => `${c.family}:${c.table}:${c.chain}`;
+    const ruleKey = (r: AdminRule) => `${r.family}:rule:${r.chain}:${r.bridge}:${r.subnet}`;
+    const chains = sharedChains(facts).filter((c) => !prepared.has(chainKey(c)));
+    const rules = isDefault ? adminRules().filter((r) => !prepared.has(ruleKey(r))) : [];
+    if (isDefault)
+      for (const r of rules)
+        if (!chains.some((c) => c.family === r.family && c.chain === r.chain))
+          chains.push({ family: r.family, table: 'filter', chain: r.chain });
+    const families = [...new Set([...chains.map((c) => c.family), ...rules.map((r) => r.family)])];
+    await Promise.all(
+      families.map(async (family) => {
+        const made = await ensureHostState(
+          iptables[family],
+          chains.filter((c) => c.family === family),
+          rules.filter((r) => r.family === family),
+          logger,
+          call,
+        );
+        if (made.chains.length > 0 || made.rules.length > 0)
+          logger.debug('host prerequisites created', {
+            family,
+            chains: made.chains.map((c) => c.chain),
+            rules: made.rules.length,
+          });
+      }),
+    );
+    chains.forEach((c) => prepared.add(chainKey(c)));
+    rules.forEach((r) => prepared.add(ruleKey(r)));
+  }
+
+  function gateKeys(facts: NetworkFacts, hasPorts: boolean): string[] {
+    const keys: string[] = [];
+    if (facts.bridge !== undefined) keys.push(`bridge:${facts.bridge}`);
+    else keys.push(`network:${facts.name}`);
+    for (const family of facts.families) {
+      if (facts.firewallAdminChain !== undefined) keys.push(`firewall:${family}`);
+      if (facts.portmap !== undefined && hasPorts) keys.push(`portmap:${family}`);
+    }
+    return keys;
+  }
+
+  function managedFacts(
+    snapshot: CatalogSnapshot,
+    extra: readonly NetworkConfig[] = [],
+  ): NetworkFacts[] {
+    const all = new Map<string, NetworkFacts>();
+    for (const n of [snapshot.defaultNetwork, ...snapshot.named.values(), ...extra])
+      if (!all.has(n.name)) all.set(n.name, factsOf(n));
+    return [...all.values()];
+  }
+
+  function failure(
+    error: unknown,
+    context: { allocId: string; network: string; attempts: number },
+  ): ConfiguratorError {
+    if (isConfiguratorError(error)) return error;
+    const where = `setting up ${JSON.stringify(context.allocId)} in network ${JSON.stringify(context.network)}`;
+    const aborted =
+      (isCniError(error) && error.code === 'aborted') ||
+      (isIptablesError(error) && error.code === 'aborted') ||
+      (error instanceof Error && error.name === 'AbortError');
+    const unavailable =
+      (isCniError(error) && (error.code === 'plugin-not-found' || error.code === 'spawn')) ||
+      (isIptablesError(error) && error.code === 'spawn');
+    const tries = `${context.attempts} attempt${context.attempts === 1 ? '' : 's'}`;
+    return new ConfiguratorError(
+      aborted
+        ? `${where} was cancelled: ${messageOf(error)}`
+        : `${where} failed after ${tries}: ${messageOf(error)}`,
+      {
+        code: aborted ? 'aborted' : unavailable ? 'unavailable' : 'setup-failed',
+        allocId: context.allocId,
+        network: context.network,
+        attempts: context.attempts,
+        cause: error,
+      },
+    );
+  }
+
+  /** ADD with Nomad's retry: `attemptsMax` tries, a DEL and 1 s + 0–999 ms between them. */
+  async function addWithRetry(
+    network: NetworkConfig,
+    attachment: Attachment,
+    call: { signal?: AbortSignal },
+  ): Promise<{ result: CniResult; attempts: number }> {
+    let attempts = 0;
+    let first: unknown;
+    try {
+      const added = await pRetry(
+        async () => {
+          attempts++;
+          try {
+            return await runtime.add(network, attachment, call);
+          } catch (error) {
+            first ??= error;
+            const final =
+              !isCniError(error) ||
+              FINAL_CNI_CODES.has(error.code) ||
+              call.signal?.aborted === true;
+            if (final)
+              throw new AbortError(error instanceof Error ? error : new Error(messageOf(error)));
+            throw error;
+          }
+        },
+        {
+          retries: attemptsMax - 1,
+          minTimeout: 0,
+          maxTimeout: 0,
+          factor: 1,
+          ...call,
+          onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
+            if (retriesLeft <= 0) return;
+            logger.warn('setup attempt failed; retrying', {
+              allocId: attachment.containerId,
+              network: network.name,
+              attempt: attemptNumber,
+              error: error.message,
+            });
+            try {
+              await runtime.del(network, attachment, call);
+            } catch (delError) {
+              logger.warn('DEL between setup attempts failed', {
+                allocId: attachment.containerId,
+                error: messageOf(delError),
+              });
+            }
+            await sleep(delayMs + Math.floor(random() * jitterMs), call.signal);
+          },
+        },
+      );
+      return { result: added.result, attempts };
+    } catch (error) {
+      throw failure(first ?? error, {
+        allocId: attachment.containerId,
+        network: network.name,
+        attempts,
+      });
+    }
+  }
+
+  /** After a failed setup: whatever the attempts left tagged with the allocation goes. */
+  async function sweepAfterFailure(
+    allocId: string,
+    network: NetworkConfig,
+    addresses: readonly string[],
+  ) {
+    try {
+      const facts = factsOf(network);
+      const removed = await sweep(
+        deps,
+        { fullIpam: [facts], withCache: true },
+        () => ({ allocIds: new Set([allocId]), networks: [network.name], addresses }),
+        {},
+      );
+      if (!planStateIsEmpty(removed))
+        logger.warn('failed setup left state behind; removed it', { allocId, ...counts(removed) });
+    } catch (error) {
+      logger.warn('sweep after a failed setup failed', { allocId, error: messageOf(error) });
+    }
+  }
+
+  async function teardownSweep(
+    allocId: string,
+    attachment: AllocAttachment | undefined,
+    delFailed: boolean,
+    call: { signal?: AbortSignal },
+  ): Promise<HostState> {
+    const snapshot = await catalog.current();
+    const own = attachment === undefined ? undefined : snapshotNetwork(attachment);
+    const managed = managedFacts(snapshot, own === undefined ? [] : [own]);
+    const ownFacts = own === undefined ? undefined : factsOf(own);
+    const fast = ownFacts !== undefined && !delFailed;
+    return sweep(
+      deps,
+      {
+        // A DEL that succeeded released the reservation and the cache entry; only the
+        // allocation's own addresses need a look. Otherwise read everything.
+        fullIpam: fast ? [] : ownFacts !== undefined ? [ownFacts] : managed,
+        addressesIn: fast
+          ? (attachment?.addresses ?? []).map((address) => ({ facts: ownFacts, address }))
+          : [],
+        withCache: !fast,
+        ...call,
+      },
+      () => ({
+        allocIds: new Set([allocId]),
+        networks: managed.map((f) => f.name),
+        addresses: attachment?.addresses ?? [],
+      }),
+      call,
+    );
+  }
+
+  async function fullScan(snapshot: CatalogSnapshot, call: { signal?: AbortSignal }) {
+    const managed = managedFacts(snapshot);
+    const scan = await scanHost(deps, { fullIpam: managed, withCache: true, ...call });
+    // Networks the CNI cache names that are no longer configured are still ours to clean.
+    const names = new Set([...managed.map((f) => f.name), ...scan.cache.map((c) => c.network)]);
+    return { scan, managed, names };
+  }
+
+  function leakedIds(
+    scan: Scan,
+    names: ReadonlySet<string>,
+    known: ReadonlySet<string>,
+  ): Set<string> {
+    const ids = new Set<string>();
+    const consider = (id: string, network: string) => {
+      if (!known.has(id) && names.has(network) && id !== '') ids.add(id);
+    };
+    for (const tables of scan.tables.values())
+      for (const table of tables)
+        for (const rule of table.rules) {
+          const match =
+            rule.comment === undefined
+              ? null
+              : /^(?:dnat )?name: "([^"]*)" id: "([^"]*)"$/.exec(rule.comment);
+          if (match !== null) consider(match[2] ?? '', match[1] ?? '');
+        }
+    for (const r of scan.reservations) consider(r.allocId, r.network);
+    for (const c of scan.cache) consider(c.allocId, c.network);
+    return ids;
+  }
+
+  function leaksOf(plan: Plan, ids: ReadonlySet<string>): Leak[] {
+    return [...ids].sort().map((allocId) => {
+      const part = planFor(plan, new Set([allocId]));
+      const networks = new Set<string>();
+      for (const r of part.rules) {
+        const m = r.rule.comment === undefined ? null : /name: "([^"]*)"/.exec(r.rule.comment);
+        if (m?.[1] !== undefined) networks.add(m[1]);
+      }
+      part.reservations.forEach((r) => networks.add(r.network));
+      part.cache.forEach((c) => networks.add(c.network));
+      return { allocId, networks: [...networks].sort(), state: describePlan(part) };
+    });
+  }
+
+  async function findLeaks(knownIds: Iterable<string>, call: { signal?: AbortSignal }) {
+    const known = new Set(knownIds);
+    const snapshot = await catalog.current();
+    const { scan, managed, names } = await fullScan(snapshot, call);
+    const ids = leakedIds(scan, names, known);
+    const plan = planSweep(scan, {
+      allocIds: ids,
+      networks: [...names],
+      addresses: [],
+      orphansOf: managed,
+      known,
+    });
+    return {
+      plan,
+      ids,
+      report: {
+        leaks: leaksOf(plan, ids),
+        orphans: describePlan(planFor(plan, new Set([undefined]))),
+      },
+    };
+  }
+
+  return {
+    catalog: () => catalog.view(),
+
+    async reload() {
+      await catalog.reload();
+      return catalog.view();
+    },
+
+    async setup(specInput, netnsInput, opts) {
+      const spec = decodeSpec(specInput);
+      const netns = checkNetnsPath(netnsInput);
+      const call = callOf(opts);
+      const snapshot = await catalog.current();
+      const network = resolveNetwork(snapshot, spec.network);
+      const facts = factsOf(network);
+      const mappings: PortMapping[] = portMappings(spec, ignoreHostIps);
+      const args = cniArgs(spec, region);
+      const attachment: Attachment = {
+        containerId: spec.allocId,
+        netns,
+        ifName,
+        args,
+        capabilityArgs: mappings.length > 0 ? { portMappings: mappings } : {},
+      };
+      const began = performance.now();
+      let added: { result: CniResult; attempts: number };
+      try {
+        added = await gates.run(gateKeys(facts, mappings.length > 0), async () => {
+          await prepareHost(facts, network === snapshot.defaultNetwork, call);
+          return addWithRetry(network, attachment, call);
+        });
+      } catch (error) {
+        const failed = failure(error, {
+          allocId: spec.allocId,
+          network: network.name,
+          attempts: 0,
+        });
+        if (failed.code !== 'invalid-argument') await sweepAfterFailure(spec.allocId, network, []);
+        throw failed;
+      }
+      const addresses = resultAddresses(added.result);
+      const record: AllocAttachment = {
+        allocId: spec.allocId,
+        network: { name: network.name, config: network.bytes },
+        netns,
+        ifName,
+        args,
+        portMappings: mappings,
+        addresses,
+      };
+      const picked = pickAddress(added.result);
+      if (picked === undefined) {
+        try {
+          await runtime.del(network, attachment);
+        } catch (error) {
+          logger.warn('DEL after a result without an address failed', {
+            allocId: spec.allocId,
+            error: messageOf(error),
+          });
+        }
+        await sweepAfterFailure(spec.allocId, network, addresses);
+        throw new ConfiguratorError(
+          `setting up ${JSON.stringify(spec.allocId)} in network ${JSON.stringify(network.name)} failed: ${NO_ADDRESS}`,
+          {
+            code: 'setup-failed',
+            allocId: spec.allocId,
+            network: network.name,
+            attempts: added.attempts,
+          },
+        );
+      }
+      logger.debug('allocation network set up', {
+        allocId: spec.allocId,
+        network: network.name,
+        attempts: added.attempts,
+        ms: Math.round(performance.now() - began),
+      });
+      return {
+        status: {
+          allocId: spec.allocId,
+          network: network.name,
+          interfaceName: picked.interfaceName,
+          address: picked.address,
+          addressIpv6: picked.addressIpv6,
+          dns: dnsOf(added.result),
+          portMappings: mappings,
+          attempts: added.attempts,
+        },
+        attachment: record,
+      };
+    },
+
+    async check(attachment, opts) {
+      const call = callOf(opts);
+      checkAllocId(attachment.allocId, 'attachment.allocId');
+      const network = snapshotNetwork(attachment);
+      // portmap 1.1.1's CHECK is broken (it checks IPv6 DNAT for IPv4-only containers and the
+      // IPv4 rules in ip6tables: containernetworking/plugins#819): CHECK runs without it, and
+      // the port mappings are checked against iptables here.
+      const withoutPortmap = network.plugins.some((p) => p.type === 'portmap')
+        ? parseNetworkConfigText(
+            JSON.stringify({
+              ...(JSON.parse(network.bytes) as Record<string, unknown>),
+              plugins: network.plugins.filter((p) => p.type !== 'portmap').map((p) => p.raw),
+            }),
+            network.source,
+          )
+        : network;
+      let ran: boolean;
+      try {
+        ({ ran } = await runtime.check(withoutPortmap, cniAttachment(attachment), call));
+      } catch (error) {
+        throw new ConfiguratorError(
+          `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)} failed: ${messageOf(error)}`,
+          {
+            code: 'check-failed',
+            allocId: attachment.allocId,
+            network: network.name,
+            cause: error,
+          },
+        );
+      }
+      if (ran && attachment.portMappings.length > 0 && withoutPortmap !== network) {
+        const tables = new Map<Family, Awaited<ReturnType<typeof iptables.ipv4.save>>>();
+        await Promise.all(
+          (['ipv4', 'ipv6'] as const).map(async (f) => {
+            tables.set(f, await iptables[f].save({ ...call, table: 'nat' }));
+          }),
+        );
+        const problem = checkPortMappings(attachment, tables);
+        if (problem !== undefined)
+          throw new ConfiguratorError(
+            `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)} failed: ${problem}`,
+            { code: 'check-failed', allocId: attachment.allocId, network: network.name },
+          );
+      }
+      return { ran };
+    },
+
+    async teardown(allocIdInput, attachment, opts) {
+      const allocId = checkAllocId(allocIdInput);
+      const call = callOf(opts);
+      let delError: string | undefined;
+      if (attachment !== undefined) {
+        if (attachment.allocId !== allocId)
+          throw invalidField(
+            'attachment.allocId',
+            `is ${JSON.stringify(attachment.allocId)}, not ${JSON.stringify(allocId)}`,
+          );
+        try {
+          await runtime.del(snapshotNetwork(attachment), cniAttachment(attachment), call);
+        } catch (error) {
+          delError = messageOf(error);
+          logger.warn('DEL failed; the audit removes what it left', { allocId, error: delError });
+        }
+      }
+      let removed: HostState;
+      try {
+        removed = await teardownSweep(allocId, attachment, delError !== undefined, call);
+      } catch (error) {
+        throw new ConfiguratorError(
+          `tearing down ${JSON.stringify(allocId)}: state tagged with it could not be removed: ${messageOf(error)}`,
+          { code: 'teardown-failed', allocId, cause: error },
+        );
+      }
+      if (!planStateIsEmpty(removed))
+        logger.warn('teardown audit removed state the DEL left', {
+          allocId,
+          delError,
+          ...counts(removed),
+        });
+      return { allocId, delRan: attachment !== undefined, delError, removed };
+    },
+
+    async forceCleanup(allocIdInput, opts) {
+      const allocId = checkAllocId(allocIdInput);
+      const network = opts?.network === undefined || opts.network === '' ? undefined : opts.network;
+      const call = callOf(opts);
+      const snapshot = await catalog.current();
+      const managed = managedFacts(snapshot);
+      const dryRun = opts?.dryRun ?? false;
+      try {
+        const removed = await sweep(
+          deps,
+          {
+            fullIpam: network === undefined ? managed : managed.filter((f) => f.name === network),
+            withCache: true,
+            ...call,
+          },
+          () => ({
+            allocIds: new Set([allocId]),
+            ...(network === undefined ? {} : { network }),
+            networks: managed.map((f) => f.name),
+            addresses: [],
+          }),
+          { ...call, dryRun },
+        );
+        return { allocId, dryRun, removed };
+      } catch (error) {
+        throw new ConfiguratorError(`cleaning up ${JSON.stringify(allocId)}: ${messageOf(error)}`, {
+          code: 'cleanup-failed',
+          allocId,
+          cause: error,
+        });
+      }
+    },
+
+    async findLeaks(known, opts): Promise<LeakReport> {
+      return (await findLeaks(known, callOf(opts))).report;
+    },
+
+    async reapLeaks(knownIds, opts) {
+      const call = callOf(opts);
+      const batchSize = opts?.batchSize ?? 100;
+      if (!Number.isInteger(batchSize) || batchSize < 1)
+        throw invalidField('batchSize', `should be a whole number of at least 1, got ${batchSize}`);
+      const known = new Set(knownIds);
+      const found = await findLeaks(known, call);
+      const ids = [...found.ids].sort();
+      const total = ids.length;
+      const reaped: Leak[] = [];
+      const failed: { allocId: string; error: string }[] = [];
+      let orphans: HostState = EMPTY_STATE;
+      let plan = found.plan;
+      const batches: (string | undefined)[][] = [];
+      for (let i = 0; i < ids.length; i += batchSize) batches.push(ids.slice(i, i + batchSize));
+      batches.push([undefined]);
+      let done = 0;
+      for (const batch of batches) {
+        const owners = new Set(batch);
+        let part = planFor(plan, owners);
+        for (let attempt = 1; !planIsEmpty(part); attempt++) {
+          const { failed: families } = await applyPlan(deps, part, call);
+          if (families.size === 0) break;
+          if (attempt >= 3) {
+            const why = messageOf([...families.values()][0]);
+            for (const id of batch) if (id !== undefined) failed.push({ allocId: id, error: why });
+            break;
+          }
+          // iptables changed since the scan: look again, for what is left of this batch.
+          ({ plan } = await findLeaks(known, call));
+          part = planFor(plan, owners);
+        }
+        const failedIds = new Set(failed.map((f) => f.allocId));
+        const ok = batch.filter((id): id is string => id !== undefined && !failedIds.has(id));
+        if (batch.includes(undefined)) orphans = describePlan(planFor(part, new Set([undefined])));
+        else reaped.push(...leaksOf(part, new Set(ok)));
+        if (ok.length > 0 || batch.some((id) => id !== undefined)) {
+          done += batch.filter((id) => id !== undefined).length;
+          opts?.onProgress?.({ done, total, allocId: ok.at(-1) });
+        }
+      }
+      return { reaped, orphans, failed };
+    },
+
+    async ensureHostPrerequisites(opts) {
+      const call = callOf(opts);
+      const rules = adminRules();
+      await Promise.all(
+        [...new Set(rules.map((r) => r.family))].map((family) =>
+          ensureHostState(
+            iptables[family],
+            [{ family, table: 'filter', chain: settings.adminChain }],
+            rules.filter((r) => r.family === family),
+            logger,
+            call,
+          ),
+        ),
+      );
+    },
+
+    close() {
+      catalog.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+function planStateIsEmpty(state: HostState): boolean {
+  return (
+    state.rules.length === 0 &&
+    state.chains.length === 0 &&
+    state.reservations.length === 0 &&
+    state.cacheFiles.length === 0
+  );
+}
+
+function counts(state: HostState) {
+  return {
+    rules: state.rules.length,
+    chains: state.chains.length,
+    reservations: state.reservations.length,
+    cacheFiles: state.cacheFiles.length,
+  };
+}

@@ -1,0 +1,48 @@
+export { createCniConfigurator } from './configurator.js';
+export { ConfiguratorError, isConfiguratorError } from './errors.js';
+export type { ConfiguratorErrorCode, ConfiguratorErrorDetails } from './errors.js';
+export { NO_ADDRESS, dnsOf, pickAddress } from './address.js';
+export type { PickedAddress } from './address.js';
+export { cniArgs } from './args.js';
+export { portMappings } from './ports.js';
+export { RESERVED_ARG_KEYS, checkAllocId, decodeSpec } from './spec.js';
+export {
+  DEFAULT_ADMIN_CHAIN,
+  DEFAULT_BRIDGE,
+  DEFAULT_IPAM_DATA_DIR,
+  DEFAULT_NETWORK_NAME,
+  DEFAULT_SUBNET,
+  defaultNetworkConfig,
+  defaultNetworkSettings,
+} from './networks.js';
+export type { DefaultNetworkSettings } from './networks.js';
+export { allocChains } from './sweep.js';
+export type {
+  AllocAttachment,
+  AllocNetworkSpec,
+  AllocNetworkStatus,
+  AllocPort,
+  CleanupReport,
+  CniConfigurator,
+  CniConfiguratorOptions,
+  DefaultNetworkOptions,
+  DnsConfig,
+  FoundChain,
+  FoundReservation,
+  FoundRule,
+  HostState,
+  Leak,
+  LeakReport,
+  LegacyNetwork,
+  LegacyPort,
+  NetworkCatalog,
+  NetworkInfo,
+  NetworkSnapshot,
+  OperationOptions,
+  PortMapping,
+  ReapProgress,
+  ReapReport,
+  RetryOptions,
+  SetupOutcome,
+  TeardownReport,
+} from './types.js';

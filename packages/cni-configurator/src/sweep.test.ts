@@ -1,0 +1,255 @@
+import { parseIptablesSave } from '@allocnet/iptables-node';
+import type { Family, SavedTable } from '@allocnet/iptables-node';
+import { networkFacts } from './facts.js';
+import { defaultNetworkConfig, defaultNetworkSettings } from './networks.js';
+import { allocChains, describePlan, planFor, planSweep } from './sweep.js';
+import type { CacheFile, Scan } from './sweep.js';
+import type { FoundReservation } from './types.js';
+
+const A = '6b235529-8111-4bbe-520b-d639b1d2a94e';
+const B = 'a0e7a1d4-0b1c-4a51-9c5e-7f3a2b1c0d9e';
+const tag = (id: string, net = 'nomad') => `"name: \\"${net}\\" id: \\"${id}\\""`;
+const dtag = (id: string, net = 'nomad') => `"dnat name: \\"${net}\\" id: \\"${id}\\""`;
+
+/** What the plugins leave for allocation `id` at `ip` with host port `port` (nat table lines). */
+function natOf(id: string, ip: string, port: number, net = 'nomad') {
+  const { masq, dnat } = allocChains(net, id);
+  return {
+    chains: [`:${masq} - [0:0]`, `:${dnat} - [0:0]`],
+    rules: [
+      `-A POSTROUTING -s ${ip}/32 -m comment --comment ${tag(id, net)} -j ${masq}`,
+      `-A ${masq} -d 172.26.64.0/20 -m comment --comment ${tag(id, net)} -j ACCEPT`,
+      `-A ${masq} ! -d 224.0.0.0/4 -m comment --comment ${tag(id, net)} -j MASQUERADE`,
+      `-A ${dnat} -s 172.26.64.0/20 -p tcp -m tcp --dport ${port} -j CNI-HOSTPORT-SETMARK`,
+      `-A ${dnat} -p tcp -m tcp --dport ${port} -j DNAT --to-destination ${ip}:80`,
+      `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment ${dtag(id, net)} -m multiport --dports ${port} -j ${dnat}`,
+    ],
+  };
+}
+
+function save(
+  natParts: { chains: string[]; rules: string[] }[],
+  forward: string[] = [],
+): SavedTable[] {
+  return parseIptablesSave(
+    [
+      '*filter',
+      ':INPUT ACCEPT [0:0]',
+      ':FORWARD ACCEPT [0:0]',
+      ':OUTPUT ACCEPT [0:0]',
+      ':CNI-FORWARD - [0:0]',
+      ':NOMAD-ADMIN - [0:0]',
+      '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+      '-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j NOMAD-ADMIN',
+      '-A NOMAD-ADMIN -d 172.26.64.0/20 -o nomad -j ACCEPT',
+      ...forward,
+      'COMMIT',
+      '*nat',
+      ':PREROUTING ACCEPT [0:0]',
+      ':INPUT ACCEPT [0:0]',
+      ':OUTPUT ACCEPT [0:0]',
+      ':POSTROUTING ACCEPT [0:0]',
+      ':CNI-HOSTPORT-DNAT - [0:0]',
+      ':CNI-HOSTPORT-SETMARK - [0:0]',
+      ...natParts.flatMap((p) => p.chains),
+      '-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT',
+      ...natParts.flatMap((p) => p.rules),
+      'COMMIT',
+      '',
+    ].join('\n'),
+  );
+}
+
+const fw = (ip: string) => [
+  `-A CNI-FORWARD -d ${ip}/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+  `-A CNI-FORWARD -s ${ip}/32 -j ACCEPT`,
+];
+
+function scanOf(
+  v4: SavedTable[],
+  reservations: FoundReservation[] = [],
+  cache: CacheFile[] = [],
+): Scan {
+  return {
+    tables: new Map<Family, SavedTable[]>([
+      ['ipv4', v4],
+      ['ipv6', []],
+    ]),
+    reservations,
+    cache,
+  };
+}
+
+const reservation = (ip: string, id: string): FoundReservation => ({
+  network: 'nomad',
+  address: ip,
+  path: `/ipam/nomad/${ip}`,
+  allocId: id,
+});
+
+const lines = (scan: Scan, ids: string[], extra: Partial<Parameters<typeof planSweep>[1]> = {}) =>
+  describePlan(
+    planSweep(scan, { allocIds: new Set(ids), networks: ['nomad'], addresses: [], ...extra }),
+  );
+
+describe('planSweep', () => {
+  it('finds one allocation’s masquerade and DNAT state and leaves the other allocation’s alone', () => {
+    const scan = scanOf(save([natOf(A, '172.26.64.2', 8080), natOf(B, '172.26.64.3', 8081)]));
+    const { masq, dnat } = allocChains('nomad', A);
+    expect(lines(scan, [A])).toEqual({
+      rules: [
+        {
+          family: 'ipv4',
+          table: 'nat',
+          chain: 'POSTROUTING',
+          line: `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment ${tag(A)} -j ${masq}`,
+        },
+        {
+          family: 'ipv4',
+          table: 'nat',
+          chain: 'CNI-HOSTPORT-DNAT',
+          line: `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment ${dtag(A)} -m multiport --dports 8080 -j ${dnat}`,
+        },
+      ],
+      chains: [
+        { family: 'ipv4', table: 'nat', chain: masq },
+        { family: 'ipv4', table: 'nat', chain: dnat },
+      ],
+      reservations: [],
+      cacheFiles: [],
+    });
+  });
+
+  it('finds the chains by name even when nothing tagged points at them any more', () => {
+    const { masq } = allocChains('nomad', A);
+    const scan = scanOf(save([{ chains: [`:${masq} - [0:0]`], rules: [] }]));
+    expect(lines(scan, [A]).chains).toEqual([{ family: 'ipv4', table: 'nat', chain: masq }]);
+  });
+
+  it('works for any network name, and only for the one asked for when asked', () => {
+    const scan = scanOf(save([natOf(A, '10.1.0.2', 8080, 'custom-net')]));
+    expect(lines(scan, [A]).chains.map((c) => c.chain)).toEqual([
+      allocChains('custom-net', A).masq,
+      allocChains('custom-net', A).dnat,
+    ]);
+    expect(lines(scan, [A], { network: 'nomad' }).rules).toEqual([]);
+  });
+
+  it('removes the firewall rules of the allocation’s addresses, keeping one copy for a live owner', () => {
+    // A leaked (its rules doubled B's: host-local gave B the same address after A's netns vanished).
+    const scan = scanOf(
+      save([], [...fw('172.26.64.2'), ...fw('172.26.64.2'), ...fw('172.26.64.9')]),
+      [reservation('172.26.64.2', B)],
+    );
+    expect(lines(scan, [A], { addresses: ['172.26.64.2'] }).rules.map((r) => r.line)).toEqual([
+      '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+    ]);
+    // Nobody holds .9: both of its rules go when it is the allocation's.
+    expect(lines(scan, [A], { addresses: ['172.26.64.9'] }).rules).toHaveLength(2);
+  });
+
+  it('takes the addresses from the allocation’s reservations, masquerade rules and DNAT targets', () => {
+    const scan = scanOf(
+      save([natOf(A, '172.26.64.2', 8080)], [...fw('172.26.64.2'), ...fw('172.26.64.5')]),
+      [reservation('172.26.64.5', A), reservation('172.26.64.6', B)],
+    );
+    const plan = lines(scan, [A]);
+    expect(plan.rules.filter((r) => r.chain === 'CNI-FORWARD')).toHaveLength(4);
+    expect(plan.reservations).toEqual([reservation('172.26.64.5', A)]);
+  });
+
+  it('never touches NOMAD-ADMIN, the shared chains or their jumps', () => {
+    const scan = scanOf(save([natOf(A, '172.26.64.2', 8080)], fw('172.26.64.2')), [
+      reservation('172.26.64.2', A),
+    ]);
+    const plan = lines(scan, [A]);
+    const touched = [...plan.rules.map((r) => r.line), ...plan.chains.map((c) => c.chain)].join(
+      '\n',
+    );
+    expect(touched).not.toMatch(
+      /NOMAD-ADMIN|CNI-HOSTPORT-SETMARK -j|-j CNI-FORWARD|-j CNI-HOSTPORT-DNAT/,
+    );
+  });
+
+  it('finds orphans: unreferenced allocation chains and accept rules of unreserved addresses', () => {
+    const { masq: orphanChain } = allocChains('nomad', 'gone');
+    const { masq: liveChain } = allocChains('nomad', B);
+    const facts = networkFacts(defaultNetworkConfig(defaultNetworkSettings()));
+    const scan = scanOf(
+      save(
+        [{ chains: [`:${orphanChain} - [0:0]`, `:${liveChain} - [0:0]`], rules: [] }],
+        [...fw('172.26.64.7'), ...fw('172.26.64.8'), ...fw('10.9.9.9')],
+      ),
+      [reservation('172.26.64.8', B)],
+    );
+    const plan = planSweep(scan, {
+      allocIds: new Set(),
+      networks: ['nomad'],
+      addresses: [],
+      orphansOf: [facts],
+      known: new Set([B]),
+    });
+    const orphans = describePlan(planFor(plan, new Set([undefined])));
+    expect(orphans.chains.map((c) => c.chain)).toEqual([orphanChain]);
+    // .8 is reserved, 10.9.9.9 is not in a managed subnet: only .7's rules are orphans.
+    expect(orphans.rules.map((r) => r.line)).toEqual([
+      '-A CNI-FORWARD -d 172.26.64.7/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A CNI-FORWARD -s 172.26.64.7/32 -j ACCEPT',
+    ]);
+  });
+
+  it('attributes every item to its allocation, so leaks can be reported and reaped one by one', () => {
+    const scan = scanOf(
+      save(
+        [natOf(A, '172.26.64.2', 8080), natOf(B, '172.26.64.3', 8081)],
+        [...fw('172.26.64.2'), ...fw('172.26.64.3')],
+      ),
+    );
+    const plan = planSweep(scan, { allocIds: new Set([A, B]), networks: ['nomad'], addresses: [] });
+    const onlyB = describePlan(planFor(plan, new Set([B])));
+    expect(onlyB.chains.map((c) => c.chain)).toEqual([
+      allocChains('nomad', B).masq,
+      allocChains('nomad', B).dnat,
+    ]);
+    expect(onlyB.rules.map((r) => r.line).filter((l) => l.includes('CNI-FORWARD'))).toEqual(
+      fw('172.26.64.3'),
+    );
+    expect(onlyB.rules.some((r) => r.line.includes('172.26.64.2'))).toBe(false);
+  });
+
+  it('selects cache files and reservations by allocation (and network)', () => {
+    const cache: CacheFile[] = [
+      {
+        kind: 'result',
+        network: 'nomad',
+        allocId: A,
+        ifName: 'eth0',
+        path: `/c/results/nomad-${A}-eth0`,
+      },
+      {
+        kind: 'adding',
+        network: 'other',
+        allocId: A,
+        ifName: 'eth0',
+        path: `/c/allocnet/adding/other-${A}-eth0`,
+      },
+      {
+        kind: 'result',
+        network: 'nomad',
+        allocId: B,
+        ifName: 'eth0',
+        path: `/c/results/nomad-${B}-eth0`,
+      },
+    ];
+    const scan = scanOf(save([]), [reservation('172.26.64.2', A)], cache);
+    expect(lines(scan, [A]).cacheFiles).toEqual([
+      `/c/results/nomad-${A}-eth0`,
+      `/c/allocnet/adding/other-${A}-eth0`,
+    ]);
+    expect(lines(scan, [A], { network: 'other' })).toMatchObject({
+      cacheFiles: [`/c/allocnet/adding/other-${A}-eth0`],
+      reservations: [],
+    });
+  });
+});

@@ -1,0 +1,157 @@
+import { createCniCache } from '@allocnet/cni';
+import type {
+  AddResult,
+  Attachment,
+  CniRuntime,
+  NetworkConfig,
+  NetworkVersions,
+} from '@allocnet/cni';
+import { addBridgeMasquerade } from '@allocnet/iptables-node/testing';
+import type { IptablesBatch } from '@allocnet/iptables-node';
+import { allocChains } from '../sweep.js';
+
+/** One call the fake runtime saw. */
+export interface RuntimeCall {
+  readonly verb: 'ADD' | 'CHECK' | 'DEL';
+  readonly network: string;
+  readonly attachment: Attachment;
+}
+
+export type RuntimeAnswer = AddResult | Error;
+
+/** A recording `CniRuntime`: records ADD, CHECK and DEL, answers ADD from a queue. */
+export interface FakeRuntime extends CniRuntime {
+  readonly calls: readonly RuntimeCall[];
+  /** Queues answers for ADD (an Error is thrown); an empty queue answers `addResult()`. */
+  answerAdd(...answers: RuntimeAnswer[]): this;
+  /** Queues answers for DEL (an Error is thrown, undefined succeeds). */
+  answerDel(...answers: (Error | undefined)[]): this;
+  /** Queues answers for CHECK. */
+  answerCheck(...answers: (Error | undefined)[]): this;
+}
+
+/** A 1.0.0 result as the bridge chain gives it: the bridge, the host veth, eth0 in the sandbox. */
+export function addResult(
+  address = '172.26.64.2/20',
+  options: { readonly sandbox?: string; readonly ipv6?: string } = {},
+): AddResult {
+  const ips = [{ address, gateway: '172.26.64.1', interface: 2 }];
+  if (options.ipv6 !== undefined)
+    ips.push({ address: options.ipv6, gateway: 'fd00::1', interface: 2 });
+  const result = {
+    cniVersion: '1.0.0',
+    interfaces: [
+      { name: 'nomad', mac: '02:00:00:00:00:01' },
+      { name: 'veth0abc', mac: '02:00:00:00:00:02' },
+      { name: 'eth0', mac: '02:00:00:00:00:03', sandbox: options.sandbox ?? '/run/netns/x' },
+    ],
+    ips,
+    routes: [{ dst: '0.0.0.0/0' }],
+    dns: {},
+  };
+  return { cniVersion: '1.0.0', result, json: result };
+}
+
+/**
+ * A fake runtime for unit tests of policy; `cacheDir` backs its `cache` (the configurator's sweep
+ * reads and removes cache files through it).
+ */
+export function createFakeRuntime(cacheDir: string): FakeRuntime {
+  const calls: RuntimeCall[] = [];
+  const adds: RuntimeAnswer[] = [];
+  const dels: (Error | undefined)[] = [];
+  const checks: (Error | undefined)[] = [];
+  const record = (verb: RuntimeCall['verb'], network: NetworkConfig, attachment: Attachment) =>
+    calls.push({ verb, network: network.name, attachment });
+  const none = (): Promise<never> => Promise.reject(new Error('not used by the configurator'));
+  return {
+    calls,
+    pluginDirs: ['/usr/lib/cni'],
+    cache: createCniCache(cacheDir),
+    answerAdd(...answers) {
+      adds.push(...answers);
+      return this;
+    },
+    answerDel(...answers) {
+      dels.push(...answers);
+      return this;
+    },
+    answerCheck(...answers) {
+      checks.push(...answers);
+      return this;
+    },
+    add(network, attachment) {
+      record('ADD', network, attachment);
+      const next = adds.shift() ?? addResult();
+      return next instanceof Error ? Promise.reject(next) : Promise.resolve(next);
+    },
+    del(network, attachment) {
+      record('DEL', network, attachment);
+      const next = dels.shift();
+      return next === undefined ? Promise.resolve() : Promise.reject(next);
+    },
+    check(network, attachment) {
+      record('CHECK', network, attachment);
+      const next = checks.shift();
+      return next === undefined ? Promise.resolve({ ran: true }) : Promise.reject(next);
+    },
+    status: none,
+    gc: none,
+    versions: (): Promise<NetworkVersions> => none(),
+    pendingAdds: () => Promise.resolve([]),
+    undoPendingAdd: none,
+  };
+}
+
+/** One allocation's state in exactly the shapes the Debian plugins (1.1.1) write it. */
+export interface PluginShapes {
+  readonly network: string;
+  readonly allocId: string;
+  /** IPv4 address, no prefix length. */
+  readonly ip: string;
+  readonly subnet?: string;
+  /** Host port → container port, as tcp and udp (portmap). */
+  readonly ports?: readonly { readonly host: number; readonly container: number }[];
+  /** Also the firewall plugin's accept rules (they stay when DEL ran without the cached result). */
+  readonly firewall?: boolean;
+}
+
+/**
+ * Adds to `batch` the nat (and filter) state one allocation of the bridge chain leaves: bridge's
+ * masquerade chain and jump, portmap's CNI-DN chain and its tagged jumps, the firewall's accept
+ * rules. The shared chains (CNI-HOSTPORT-DNAT, CNI-HOSTPORT-SETMARK, CNI-FORWARD) must exist.
+ */
+export function addPluginShapes(batch: IptablesBatch, s: PluginShapes): IptablesBatch {
+  const subnet = s.subnet ?? '172.26.64.0/20';
+  addBridgeMasquerade(batch, { network: s.network, id: s.allocId, ip: s.ip, subnet });
+  const ports = s.ports ?? [];
+  if (ports.length > 0) {
+    const { dnat } = allocChains(s.network, s.allocId);
+    batch.newChain('nat', dnat);
+    for (const protocol of ['tcp', 'udp'] as const) {
+      for (const p of ports) {
+        const match = ['-p', protocol, '-m', protocol, '--dport', String(p.host)];
+        batch.append('nat', dnat, ['-s', subnet, ...match, '-j', 'CNI-HOSTPORT-SETMARK']);
+        batch.append('nat', dnat, ['-s', '127.0.0.1/32', ...match, '-j', 'CNI-HOSTPORT-SETMARK']);
+        batch.append('nat', dnat, [
+          ...match,
+          '-j',
+          'DNAT',
+          '--to-destination',
+          `${s.ip}:${p.container}`,
+        ]);
+      }
+      batch.append('nat', 'CNI-HOSTPORT-DNAT', [
+        '-p', protocol, '-m', 'comment', '--comment', `dnat name: "${s.network}" id: "${s.allocId}"`,
+        '-m', 'multiport', '--dports', ports.map((p) => p.host).join(','), '-j', dnat,
+      ]); // prettier-ignore
+    }
+  }
+  if (s.firewall === true) {
+    batch.append('filter', 'CNI-FORWARD', [
+      '-d', `${s.ip}/32`, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT',
+    ]); // prettier-ignore
+    batch.append('filter', 'CNI-FORWARD', ['-s', `${s.ip}/32`, '-j', 'ACCEPT']);
+  }
+  return batch;
+}

@@ -1,0 +1,296 @@
+import type { CniArgs, CniRuntime, Logger } from '@allocnet/cni';
+import type { Family, Iptables } from '@allocnet/iptables-node';
+
+/** One port of an allocation (Nomad's `AllocatedPortMapping`). */
+export interface AllocPort {
+  readonly label: string;
+  /** The host port, 1–65535. */
+  readonly value: number;
+  /** The port inside the allocation; below 1 (or absent) means `value`. */
+  readonly to?: number;
+  /** The host address the port binds to; empty or absent means every address. */
+  readonly hostIp?: string;
+}
+
+/** A port of a legacy per-network port list (Nomad's `Port`); it never carries a host IP. */
+export interface LegacyPort {
+  readonly label: string;
+  readonly value: number;
+  readonly to?: number;
+}
+
+/** A legacy network of an allocation: only its ports matter here. */
+export interface LegacyNetwork {
+  readonly reservedPorts?: readonly LegacyPort[];
+  readonly dynamicPorts?: readonly LegacyPort[];
+}
+
+/** What the configurator needs to know about an allocation to give it a network. */
+export interface AllocNetworkSpec {
+  /** The allocation id: the CNI container id, in every tag the plugins write. */
+  readonly allocId: string;
+  /** Workload identity, passed to the plugins as NOMAD_* CNI args. */
+  readonly region?: string;
+  readonly namespace: string;
+  readonly jobId: string;
+  readonly groupName: string;
+  /** The network: empty or absent means the embedded default bridge network. */
+  readonly network?: string;
+  /** The allocation's ports; when there are any, `legacyNetworks` is not used. */
+  readonly ports?: readonly AllocPort[];
+  readonly legacyNetworks?: readonly LegacyNetwork[];
+  /** The user's CNI args for this network; NOMAD_* and IgnoreUnknown are refused. */
+  readonly cniArgs?: Readonly<Record<string, string>>;
+}
+
+/** One entry of portmap's `portMappings` capability (camelCase, as portmap reads it). */
+export interface PortMapping {
+  readonly hostPort: number;
+  readonly containerPort: number;
+  readonly protocol: 'tcp' | 'udp';
+  /** Present only when the port names a host address (and host IPs are not ignored). */
+  readonly hostIP?: string;
+}
+
+export interface DnsConfig {
+  readonly servers: readonly string[];
+  readonly searches: readonly string[];
+  readonly options: readonly string[];
+}
+
+/** What a setup gave the allocation. */
+export interface AllocNetworkStatus {
+  readonly allocId: string;
+  readonly network: string;
+  /** The interface the address was picked from. */
+  readonly interfaceName: string;
+  /** Its first IPv4 address (no prefix length), or empty. */
+  readonly address: string;
+  /** Its first IPv6 address (no prefix length), or empty. */
+  readonly addressIpv6: string;
+  /** From the result's DNS; undefined when the plugins gave none. */
+  readonly dns: DnsConfig | undefined;
+  readonly portMappings: readonly PortMapping[];
+  /** ADD attempts it took (1 when the first one succeeded). */
+  readonly attempts: number;
+}
+
+/** The network configuration an allocation was set up with, kept for its CHECK and DEL. */
+export interface NetworkSnapshot {
+  readonly name: string;
+  /** The configuration list as JSON text, exactly as the plugins were given it. */
+  readonly config: string;
+}
+
+/**
+ * Everything CHECK and DEL need, recorded at setup: the runner stores it durably so that a
+ * teardown after a restart (or a config change) acts with exactly what the ADD used.
+ */
+export interface AllocAttachment {
+  readonly allocId: string;
+  readonly network: NetworkSnapshot;
+  readonly netns: string;
+  readonly ifName: string;
+  readonly args: CniArgs;
+  readonly portMappings: readonly PortMapping[];
+  /** Every address the result gave (no prefix length): what the leak audit looks for. */
+  readonly addresses: readonly string[];
+}
+
+export interface SetupOutcome {
+  readonly status: AllocNetworkStatus;
+  readonly attachment: AllocAttachment;
+}
+
+/** One iptables rule as found, in iptables-save form (`-A CHAIN …`). */
+export interface FoundRule {
+  readonly family: Family;
+  readonly table: string;
+  readonly chain: string;
+  /** `-A <chain> <spec>` with iptables-save quoting. */
+  readonly line: string;
+}
+
+export interface FoundChain {
+  readonly family: Family;
+  readonly table: string;
+  readonly chain: string;
+}
+
+/** A host-local reservation file. */
+export interface FoundReservation {
+  readonly network: string;
+  readonly address: string;
+  readonly path: string;
+  readonly allocId: string;
+}
+
+/** State tagged with an allocation (or, for `orphans`, with no one). */
+export interface HostState {
+  readonly rules: readonly FoundRule[];
+  readonly chains: readonly FoundChain[];
+  readonly reservations: readonly FoundReservation[];
+  /** libcni cache files (results and ADD markers). */
+  readonly cacheFiles: readonly string[];
+}
+
+export interface CleanupReport {
+  readonly allocId: string;
+  readonly dryRun: boolean;
+  /** What was removed, or with `dryRun`, what would be. */
+  readonly removed: HostState;
+}
+
+export interface TeardownReport {
+  readonly allocId: string;
+  /** The DEL's outcome: undefined when it succeeded (or there was nothing to DEL). */
+  readonly delError: string | undefined;
+  /** Whether a DEL ran at all (false without an attachment: only the sweep). */
+  readonly delRan: boolean;
+  /** What the audit found after the DEL and removed. Empty when the DEL left nothing. */
+  readonly removed: HostState;
+}
+
+/** One allocation id with state on this host, outside the known set. */
+export interface Leak {
+  readonly allocId: string;
+  readonly networks: readonly string[];
+  readonly state: HostState;
+}
+
+export interface LeakReport {
+  readonly leaks: readonly Leak[];
+  /**
+   * State that belongs to no allocation: firewall accept rules for addresses of a managed network
+   * that no reservation holds, CNI chains nothing jumps to.
+   */
+  readonly orphans: HostState;
+}
+
+export interface ReapProgress {
+  readonly done: number;
+  readonly total: number;
+  readonly allocId: string | undefined;
+}
+
+export interface ReapReport {
+  readonly reaped: readonly Leak[];
+  readonly orphans: HostState;
+  /** Allocation ids whose state could not be removed, with the reason. */
+  readonly failed: readonly { readonly allocId: string; readonly error: string }[];
+}
+
+/** The embedded default bridge network (Nomad's). */
+export interface DefaultNetworkOptions {
+  /** Network name. Default `nomad`. */
+  readonly name?: string;
+  /** Bridge name. Default `nomad`. */
+  readonly bridge?: string;
+  /** IPv4 subnet. Default `172.26.64.0/20`. */
+  readonly subnet?: string;
+  /** IPv6 subnet; none by default. */
+  readonly ipv6Subnet?: string;
+  /** Default false. */
+  readonly hairpinMode?: boolean;
+  /** The bridge's MTU; the plugin's default when absent. */
+  readonly mtu?: number;
+  /** host-local's data directory. Default `/var/run/cni`. */
+  readonly ipamDataDir?: string;
+  /** The firewall plugin's admin chain. Default `NOMAD-ADMIN`. */
+  readonly adminChain?: string;
+}
+
+export interface RetryOptions {
+  /** ADD attempts. Default 3. */
+  readonly attempts?: number;
+  /** Wait before the next attempt. Default 1 000 ms. */
+  readonly delayMs?: number;
+  /** Up to this much more, at random. Default 1 000 ms (0–999 ms). */
+  readonly jitterMs?: number;
+}
+
+export interface CniConfiguratorOptions {
+  readonly runtime: CniRuntime;
+  /** iptables of the node (the namespace the plugins run in), per family. */
+  readonly iptables: Readonly<Record<Family, Iptables>>;
+  readonly defaultNetwork?: DefaultNetworkOptions;
+  /** Named networks; none when absent. */
+  readonly confDir?: string;
+  /** Watch `confDir` and re-read it before the next operation after a change. Default true. */
+  readonly watchConfDir?: boolean;
+  /** Drop every port's host IP. Default false. */
+  readonly ignoreHostIps?: boolean;
+  /** The interface inside the allocation. Default `eth0`. */
+  readonly ifName?: string;
+  /** NOMAD_REGION when a spec gives none. Default `global`. */
+  readonly region?: string;
+  readonly retry?: RetryOptions;
+  /** A number in [0, 1). Default Math.random. */
+  readonly random?: () => number;
+  /** Default setTimeout. */
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  readonly logger?: Logger;
+}
+
+export interface OperationOptions {
+  readonly signal?: AbortSignal;
+}
+
+/** A network the configurator can set allocations up in. */
+export interface NetworkInfo {
+  readonly name: string;
+  /** `default` for the embedded network, else the file it came from. */
+  readonly source: string;
+  readonly plugins: readonly string[];
+}
+
+export interface NetworkCatalog {
+  readonly networks: readonly NetworkInfo[];
+  /** Files of the conf dir that are not networks, with the reason. */
+  readonly invalid: readonly { readonly file: string; readonly reason: string }[];
+}
+
+export interface CniConfigurator {
+  /** The networks as of the last read of the conf dir. */
+  catalog(): NetworkCatalog;
+  /** Re-reads the conf dir now (between operations: each operation reads the catalog once). */
+  reload(): Promise<NetworkCatalog>;
+  /**
+   * Gives the allocation its network in `netns`: host prerequisites, ADD with retry (a DEL
+   * between attempts), then the status and the attachment to keep for CHECK and DEL.
+   */
+  setup(spec: AllocNetworkSpec, netns: string, options?: OperationOptions): Promise<SetupOutcome>;
+  /** CHECK with exactly what the ADD used. */
+  check(
+    attachment: AllocAttachment,
+    options?: OperationOptions,
+  ): Promise<{ readonly ran: boolean }>;
+  /**
+   * DEL with what the ADD used (when the attachment is known), then, always, the audit: whatever
+   * is still tagged with the allocation is removed. Throws only when the audit could not remove it.
+   */
+  teardown(
+    allocId: string,
+    attachment: AllocAttachment | undefined,
+    options?: OperationOptions,
+  ): Promise<TeardownReport>;
+  /** The audit's sweep without a DEL: for operators, idempotent. */
+  forceCleanup(
+    allocId: string,
+    options?: OperationOptions & { readonly network?: string; readonly dryRun?: boolean },
+  ): Promise<CleanupReport>;
+  /** Everything tagged with an allocation id outside `known`, and state that belongs to no one. */
+  findLeaks(known: Iterable<string>, options?: OperationOptions): Promise<LeakReport>;
+  /** Removes what `findLeaks` finds, in batches, reporting progress. */
+  reapLeaks(
+    known: Iterable<string>,
+    options?: OperationOptions & {
+      readonly onProgress?: (progress: ReapProgress) => void;
+      readonly batchSize?: number;
+    },
+  ): Promise<ReapReport>;
+  /** Makes sure NOMAD-ADMIN accepts traffic to the default bridge (reconcilers call it). */
+  ensureHostPrerequisites(options?: OperationOptions): Promise<void>;
+  /** Stops watching the conf dir. */
+  close(): Promise<void>;
+}
