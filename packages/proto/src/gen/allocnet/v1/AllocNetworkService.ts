@@ -1,0 +1,381 @@
+// Original file: ../../proto/allocnet/v1/alloc_network_service.proto
+
+import type * as grpc from '@grpc/grpc-js';
+import type { MethodDefinition } from '@grpc/proto-loader';
+import type {
+  CheckAllocNetworkRequest as _allocnet_v1_CheckAllocNetworkRequest,
+  CheckAllocNetworkRequest__Output as _allocnet_v1_CheckAllocNetworkRequest__Output,
+} from '../../allocnet/v1/CheckAllocNetworkRequest.js';
+import type {
+  CheckAllocNetworkResponse as _allocnet_v1_CheckAllocNetworkResponse,
+  CheckAllocNetworkResponse__Output as _allocnet_v1_CheckAllocNetworkResponse__Output,
+} from '../../allocnet/v1/CheckAllocNetworkResponse.js';
+import type {
+  GetAllocNetworkRequest as _allocnet_v1_GetAllocNetworkRequest,
+  GetAllocNetworkRequest__Output as _allocnet_v1_GetAllocNetworkRequest__Output,
+} from '../../allocnet/v1/GetAllocNetworkRequest.js';
+import type {
+  GetAllocNetworkResponse as _allocnet_v1_GetAllocNetworkResponse,
+  GetAllocNetworkResponse__Output as _allocnet_v1_GetAllocNetworkResponse__Output,
+} from '../../allocnet/v1/GetAllocNetworkResponse.js';
+import type {
+  ListAllocNetworksRequest as _allocnet_v1_ListAllocNetworksRequest,
+  ListAllocNetworksRequest__Output as _allocnet_v1_ListAllocNetworksRequest__Output,
+} from '../../allocnet/v1/ListAllocNetworksRequest.js';
+import type {
+  ListAllocNetworksResponse as _allocnet_v1_ListAllocNetworksResponse,
+  ListAllocNetworksResponse__Output as _allocnet_v1_ListAllocNetworksResponse__Output,
+} from '../../allocnet/v1/ListAllocNetworksResponse.js';
+import type {
+  SetupAllocNetworkRequest as _allocnet_v1_SetupAllocNetworkRequest,
+  SetupAllocNetworkRequest__Output as _allocnet_v1_SetupAllocNetworkRequest__Output,
+} from '../../allocnet/v1/SetupAllocNetworkRequest.js';
+import type {
+  SetupAllocNetworkResponse as _allocnet_v1_SetupAllocNetworkResponse,
+  SetupAllocNetworkResponse__Output as _allocnet_v1_SetupAllocNetworkResponse__Output,
+} from '../../allocnet/v1/SetupAllocNetworkResponse.js';
+import type {
+  TeardownAllocNetworkRequest as _allocnet_v1_TeardownAllocNetworkRequest,
+  TeardownAllocNetworkRequest__Output as _allocnet_v1_TeardownAllocNetworkRequest__Output,
+} from '../../allocnet/v1/TeardownAllocNetworkRequest.js';
+import type {
+  TeardownAllocNetworkResponse as _allocnet_v1_TeardownAllocNetworkResponse,
+  TeardownAllocNetworkResponse__Output as _allocnet_v1_TeardownAllocNetworkResponse__Output,
+} from '../../allocnet/v1/TeardownAllocNetworkResponse.js';
+
+/**
+ * What the scheduler calls on each client node's agent to give allocations their network.
+ * Requests are validated before anything runs: a bad field fails the call with INVALID_ARGUMENT,
+ * naming the field, and changes nothing.
+ */
+export interface AllocNetworkServiceClient extends grpc.Client {
+  /**
+   * Runs CNI CHECK on an allocation's network. An unhealthy network is a result (`healthy`
+   * false), not an error; NOT_FOUND when the agent does not know the allocation.
+   */
+  CheckAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  CheckAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  CheckAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  CheckAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  /**
+   * Runs CNI CHECK on an allocation's network. An unhealthy network is a result (`healthy`
+   * false), not an error; NOT_FOUND when the agent does not know the allocation.
+   */
+  checkAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  checkAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  checkAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  checkAllocNetwork(
+    argument: _allocnet_v1_CheckAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+
+  /**
+   * Returns one allocation's network; NOT_FOUND when the agent does not know the allocation.
+   */
+  GetAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  GetAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  GetAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  GetAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  /**
+   * Returns one allocation's network; NOT_FOUND when the agent does not know the allocation.
+   */
+  getAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  getAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  getAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  getAllocNetwork(
+    argument: _allocnet_v1_GetAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_GetAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+
+  /**
+   * Returns every allocation network the agent knows.
+   */
+  ListAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  ListAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  ListAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  ListAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  /**
+   * Returns every allocation network the agent knows.
+   */
+  listAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  listAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  listAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  listAllocNetworks(
+    argument: _allocnet_v1_ListAllocNetworksRequest,
+    callback: grpc.requestCallback<_allocnet_v1_ListAllocNetworksResponse__Output>,
+  ): grpc.ClientUnaryCall;
+
+  /**
+   * Sets up an allocation's network: creates its network namespace (unless one is given), runs
+   * CNI ADD (retried on failure, with a DEL between attempts) and returns the result. Calling it
+   * again with the same request returns the existing network without running ADD.
+   */
+  SetupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  SetupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  SetupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  SetupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  /**
+   * Sets up an allocation's network: creates its network namespace (unless one is given), runs
+   * CNI ADD (retried on failure, with a DEL between attempts) and returns the result. Calling it
+   * again with the same request returns the existing network without running ADD.
+   */
+  setupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  setupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  setupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  setupAllocNetwork(
+    argument: _allocnet_v1_SetupAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_SetupAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+
+  /**
+   * Tears down an allocation's network: runs CNI DEL, removes whatever the plugins left tagged
+   * with the allocation, and deletes the namespace if the agent created it. Tearing down an
+   * unknown allocation still cleans up what is tagged with it.
+   */
+  TeardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  TeardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  TeardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  TeardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  /**
+   * Tears down an allocation's network: runs CNI DEL, removes whatever the plugins left tagged
+   * with the allocation, and deletes the namespace if the agent created it. Tearing down an
+   * unknown allocation still cleans up what is tagged with it.
+   */
+  teardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  teardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  teardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  teardownAllocNetwork(
+    argument: _allocnet_v1_TeardownAllocNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_TeardownAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+}
+
+/**
+ * What the scheduler calls on each client node's agent to give allocations their network.
+ * Requests are validated before anything runs: a bad field fails the call with INVALID_ARGUMENT,
+ * naming the field, and changes nothing.
+ */
+export interface AllocNetworkServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Runs CNI CHECK on an allocation's network. An unhealthy network is a result (`healthy`
+   * false), not an error; NOT_FOUND when the agent does not know the allocation.
+   */
+  CheckAllocNetwork: grpc.handleUnaryCall<
+    _allocnet_v1_CheckAllocNetworkRequest__Output,
+    _allocnet_v1_CheckAllocNetworkResponse
+  >;
+
+  /**
+   * Returns one allocation's network; NOT_FOUND when the agent does not know the allocation.
+   */
+  GetAllocNetwork: grpc.handleUnaryCall<
+    _allocnet_v1_GetAllocNetworkRequest__Output,
+    _allocnet_v1_GetAllocNetworkResponse
+  >;
+
+  /**
+   * Returns every allocation network the agent knows.
+   */
+  ListAllocNetworks: grpc.handleUnaryCall<
+    _allocnet_v1_ListAllocNetworksRequest__Output,
+    _allocnet_v1_ListAllocNetworksResponse
+  >;
+
+  /**
+   * Sets up an allocation's network: creates its network namespace (unless one is given), runs
+   * CNI ADD (retried on failure, with a DEL between attempts) and returns the result. Calling it
+   * again with the same request returns the existing network without running ADD.
+   */
+  SetupAllocNetwork: grpc.handleUnaryCall<
+    _allocnet_v1_SetupAllocNetworkRequest__Output,
+    _allocnet_v1_SetupAllocNetworkResponse
+  >;
+
+  /**
+   * Tears down an allocation's network: runs CNI DEL, removes whatever the plugins left tagged
+   * with the allocation, and deletes the namespace if the agent created it. Tearing down an
+   * unknown allocation still cleans up what is tagged with it.
+   */
+  TeardownAllocNetwork: grpc.handleUnaryCall<
+    _allocnet_v1_TeardownAllocNetworkRequest__Output,
+    _allocnet_v1_TeardownAllocNetworkResponse
+  >;
+}
+
+export interface AllocNetworkServiceDefinition extends grpc.ServiceDefinition {
+  CheckAllocNetwork: MethodDefinition<
+    _allocnet_v1_CheckAllocNetworkRequest,
+    _allocnet_v1_CheckAllocNetworkResponse,
+    _allocnet_v1_CheckAllocNetworkRequest__Output,
+    _allocnet_v1_CheckAllocNetworkResponse__Output
+  >;
+  GetAllocNetwork: MethodDefinition<
+    _allocnet_v1_GetAllocNetworkRequest,
+    _allocnet_v1_GetAllocNetworkResponse,
+    _allocnet_v1_GetAllocNetworkRequest__Output,
+    _allocnet_v1_GetAllocNetworkResponse__Output
+  >;
+  ListAllocNetworks: MethodDefinition<
+    _allocnet_v1_ListAllocNetworksRequest,
+    _allocnet_v1_ListAllocNetworksResponse,
+    _allocnet_v1_ListAllocNetworksRequest__Output,
+    _allocnet_v1_ListAllocNetworksResponse__Output
+  >;
+  SetupAllocNetwork: MethodDefinition<
+    _allocnet_v1_SetupAllocNetworkRequest,
+    _allocnet_v1_SetupAllocNetworkResponse,
+    _allocnet_v1_SetupAllocNetworkRequest__Output,
+    _allocnet_v1_SetupAllocNetworkResponse__Output
+  >;
+  TeardownAllocNetwork: MethodDefinition<
+    _allocnet_v1_TeardownAllocNetworkRequest,
+    _allocnet_v1_TeardownAllocNetworkResponse,
+    _allocnet_v1_TeardownAllocNetworkRequest__Output,
+    _allocnet_v1_TeardownAllocNetworkResponse__Output
+  >;
+}

@@ -1,0 +1,50 @@
+// Original file: ../../proto/allocnet/v1/operator_service.proto
+
+import type {
+  Leak as _allocnet_v1_Leak,
+  Leak__Output as _allocnet_v1_Leak__Output,
+} from '../../allocnet/v1/Leak.js';
+import type {
+  HostState as _allocnet_v1_HostState,
+  HostState__Output as _allocnet_v1_HostState__Output,
+} from '../../allocnet/v1/HostState.js';
+import type {
+  ReapFailure as _allocnet_v1_ReapFailure,
+  ReapFailure__Output as _allocnet_v1_ReapFailure__Output,
+} from '../../allocnet/v1/ReapFailure.js';
+
+/**
+ * The outcome of a reap.
+ */
+export interface ReapSummary {
+  /**
+   * The leaks removed (with `dry_run`, the leaks that would have been).
+   */
+  reaped?: _allocnet_v1_Leak[];
+  /**
+   * State without an allocation id that was found; reported, never removed.
+   */
+  orphans?: _allocnet_v1_HostState | null;
+  /**
+   * The allocations whose cleanup failed.
+   */
+  failed?: _allocnet_v1_ReapFailure[];
+}
+
+/**
+ * The outcome of a reap.
+ */
+export interface ReapSummary__Output {
+  /**
+   * The leaks removed (with `dry_run`, the leaks that would have been).
+   */
+  reaped: _allocnet_v1_Leak__Output[];
+  /**
+   * State without an allocation id that was found; reported, never removed.
+   */
+  orphans: _allocnet_v1_HostState__Output | null;
+  /**
+   * The allocations whose cleanup failed.
+   */
+  failed: _allocnet_v1_ReapFailure__Output[];
+}

@@ -1,0 +1,108 @@
+// Original file: ../../proto/allocnet/v1/alloc_network_service.proto
+
+import type {
+  Port as _allocnet_v1_Port,
+  Port__Output as _allocnet_v1_Port__Output,
+} from '../../allocnet/v1/Port.js';
+import type {
+  LegacyNetwork as _allocnet_v1_LegacyNetwork,
+  LegacyNetwork__Output as _allocnet_v1_LegacyNetwork__Output,
+} from '../../allocnet/v1/LegacyNetwork.js';
+
+/**
+ * What the scheduler asks for when it places an allocation on the node.
+ */
+export interface SetupAllocNetworkRequest {
+  /**
+   * The allocation's id; names the CNI container id and tags every rule the plugins create.
+   */
+  allocId?: string;
+  /**
+   * The scheduler's region (informational).
+   */
+  region?: string;
+  /**
+   * The job's namespace; passed to the plugins as a CNI arg.
+   */
+  namespace?: string;
+  /**
+   * The job's id; passed to the plugins as a CNI arg.
+   */
+  jobId?: string;
+  /**
+   * The task group's name; passed to the plugins as a CNI arg.
+   */
+  groupName?: string;
+  /**
+   * The CNI network to join, by name; empty for the embedded default bridge network.
+   */
+  network?: string;
+  /**
+   * The allocation's ports, forwarded from the host by the portmap plugin.
+   */
+  ports?: _allocnet_v1_Port[];
+  /**
+   * Per-network ports of the older job format; used only when `ports` is empty.
+   */
+  networks?: _allocnet_v1_LegacyNetwork[];
+  /**
+   * Extra CNI args for the plugins, after `IgnoreUnknown=1` and before the workload args
+   * (namespace, job, group, allocation), which they cannot override. Keys and values must not
+   * contain `;` or `=`.
+   */
+  cniArgs?: { [key: string]: string };
+  /**
+   * A network namespace that a task driver made, by path; empty to have the agent create the
+   * allocation's namespace.
+   */
+  netnsPath?: string;
+}
+
+/**
+ * What the scheduler asks for when it places an allocation on the node.
+ */
+export interface SetupAllocNetworkRequest__Output {
+  /**
+   * The allocation's id; names the CNI container id and tags every rule the plugins create.
+   */
+  allocId: string;
+  /**
+   * The scheduler's region (informational).
+   */
+  region: string;
+  /**
+   * The job's namespace; passed to the plugins as a CNI arg.
+   */
+  namespace: string;
+  /**
+   * The job's id; passed to the plugins as a CNI arg.
+   */
+  jobId: string;
+  /**
+   * The task group's name; passed to the plugins as a CNI arg.
+   */
+  groupName: string;
+  /**
+   * The CNI network to join, by name; empty for the embedded default bridge network.
+   */
+  network: string;
+  /**
+   * The allocation's ports, forwarded from the host by the portmap plugin.
+   */
+  ports: _allocnet_v1_Port__Output[];
+  /**
+   * Per-network ports of the older job format; used only when `ports` is empty.
+   */
+  networks: _allocnet_v1_LegacyNetwork__Output[];
+  /**
+   * Extra CNI args for the plugins, after `IgnoreUnknown=1` and before the workload args
+   * (namespace, job, group, allocation), which they cannot override. Keys and values must not
+   * contain `;` or `=`.
+   */
+  cniArgs: { [key: string]: string };
+  /**
+   * A network namespace that a task driver made, by path; empty to have the agent create the
+   * allocation's namespace.
+   */
+  netnsPath: string;
+}
