@@ -25,7 +25,8 @@ import {
   EMPTY_STATE,
   applyPlan,
   describePlan,
-  planFor,
+  groupPlan,
+  joinPlans,
   planIsEmpty,
   planSweep,
   scanHost,
@@ -416,22 +417,20 @@ export async function createCniConfigurator(
     return ids;
   }
 
-  function leaksOf(plan: Plan, ids: ReadonlySet<string>): Leak[] {
-    return [...ids].sort().map((allocId) => {
-      const part = planFor(plan, new Set([allocId]));
-      const networks = new Set<string>();
-      for (const r of part.rules) {
-        const m = r.rule.comment === undefined ? null : /name: "([^"]*)"/.exec(r.rule.comment);
-        if (m?.[1] !== undefined) networks.add(m[1]);
-      }
-      part.reservations.forEach((r) => networks.add(r.network));
-      part.cache.forEach((c) => networks.add(c.network));
-      return { allocId, networks: [...networks].sort(), state: describePlan(part) };
-    });
+  function leakOf(allocId: string, part: Plan | undefined): Leak {
+    const plan = part ?? { rules: [], chains: [], reservations: [], cache: [] };
+    const networks = new Set<string>();
+    for (const r of plan.rules) {
+      const m = r.rule.comment === undefined ? null : /name: "([^"]*)"/.exec(r.rule.comment);
+      if (m?.[1] !== undefined) networks.add(m[1]);
+    }
+    for (const r of plan.reservations) networks.add(r.network);
+    for (const c of plan.cache) networks.add(c.network);
+    return { allocId, networks: [...networks].sort(), state: describePlan(plan) };
   }
 
-  async function findLeaks(knownIds: Iterable<string>, call: { signal?: AbortSignal }) {
-    const known = new Set(knownIds);
+  /** Everything tagged with an id outside `known`, planned for removal and split by owner. */
+  async function planLeaks(known: ReadonlySet<string>, call: { signal?: AbortSignal }) {
     const snapshot = await catalog.current();
     const { scan, managed, names } = await fullScan(snapshot, call);
     const ids = leakedIds(scan, names, known);
@@ -442,14 +441,7 @@ export async function createCniConfigurator(
       orphansOf: managed,
       known,
     });
-    return {
-      plan,
-      ids,
-      report: {
-        leaks: leaksOf(plan, ids),
-        orphans: describePlan(planFor(plan, new Set([undefined]))),
-      },
-    };
+    return { ids: [...ids].sort(), groups: groupPlan(plan) };
   }
 
   return {
@@ -660,48 +652,61 @@ export async function createCniConfigurator(
     },
 
     async findLeaks(known, opts): Promise<LeakReport> {
-      return (await findLeaks(known, callOf(opts))).report;
+      const { ids, groups } = await planLeaks(new Set(known), callOf(opts));
+      const orphans = groups.get(undefined);
+      return {
+        leaks: ids.map((id) => leakOf(id, groups.get(id))),
+        orphans: orphans === undefined ? EMPTY_STATE : describePlan(orphans),
+      };
     },
 
     async reapLeaks(knownIds, opts) {
       const call = callOf(opts);
-      const batchSize = opts?.batchSize ?? 100;
+      const batchSize = opts?.batchSize ?? 500;
       if (!Number.isInteger(batchSize) || batchSize < 1)
         throw invalidField('batchSize', `should be a whole number of at least 1, got ${batchSize}`);
       const known = new Set(knownIds);
-      const found = await findLeaks(known, call);
-      const ids = [...found.ids].sort();
+      const found = await planLeaks(known, call);
+      const ids = found.ids;
+      let groups = found.groups;
       const total = ids.length;
       const reaped: Leak[] = [];
       const failed: { allocId: string; error: string }[] = [];
       let orphans: HostState = EMPTY_STATE;
-      let plan = found.plan;
+      // Allocations in batches, then the orphans (owner undefined) on their own.
       const batches: (string | undefined)[][] = [];
       for (let i = 0; i < ids.length; i += batchSize) batches.push(ids.slice(i, i + batchSize));
       batches.push([undefined]);
       let done = 0;
       for (const batch of batches) {
-        const owners = new Set(batch);
-        let part = planFor(plan, owners);
-        for (let attempt = 1; !planIsEmpty(part); attempt++) {
-          const { failed: families } = await applyPlan(deps, part, call);
+        let parts = batch.map((owner) => groups.get(owner));
+        let error: unknown;
+        for (let attempt = 1; ; attempt++) {
+          const plan = joinPlans(parts.filter((p): p is Plan => p !== undefined));
+          if (planIsEmpty(plan)) break;
+          const { failed: families } = await applyPlan(deps, plan, call);
           if (families.size === 0) break;
-          if (attempt >= 3) {
-            const why = messageOf([...families.values()][0]);
-            for (const id of batch) if (id !== undefined) failed.push({ allocId: id, error: why });
-            break;
-          }
-          // iptables changed since the scan: look again, for what is left of this batch.
-          ({ plan } = await findLeaks(known, call));
-          part = planFor(plan, owners);
+          error = [...families.values()][0];
+          if (attempt >= 3) break;
+          // iptables changed since the scan (another allocation's plugin was at work): look
+          // again, for what is left of this batch.
+          ({ groups } = await planLeaks(known, call));
+          parts = batch.map((owner) => groups.get(owner));
+          error = undefined;
         }
-        const failedIds = new Set(failed.map((f) => f.allocId));
-        const ok = batch.filter((id): id is string => id !== undefined && !failedIds.has(id));
-        if (batch.includes(undefined)) orphans = describePlan(planFor(part, new Set([undefined])));
-        else reaped.push(...leaksOf(part, new Set(ok)));
-        if (ok.length > 0 || batch.some((id) => id !== undefined)) {
-          done += batch.filter((id) => id !== undefined).length;
-          opts?.onProgress?.({ done, total, allocId: ok.at(-1) });
+        for (const [i, owner] of batch.entries()) {
+          if (owner === undefined) {
+            const part = parts[i];
+            if (error === undefined && part !== undefined) orphans = describePlan(part);
+            continue;
+          }
+          if (error === undefined) reaped.push(leakOf(owner, parts[i]));
+          else failed.push({ allocId: owner, error: messageOf(error) });
+        }
+        const counted = batch.filter((id) => id !== undefined);
+        if (counted.length > 0) {
+          done += counted.length;
+          opts?.onProgress?.({ done, total, allocId: counted.at(-1) });
         }
       }
       return { reaped, orphans, failed };

@@ -312,6 +312,42 @@ function optionValue(rule: Rule, option: string): string | undefined {
   return rule.matches.flatMap((m) => m.options).find((o) => o.option === option)?.values[0];
 }
 
+/** A plan split by owner (undefined: the orphans), in one pass. */
+export function groupPlan(plan: Plan): Map<string | undefined, Plan> {
+  const groups = new Map<
+    string | undefined,
+    {
+      rules: PlannedRule[];
+      chains: PlannedChain[];
+      reservations: FoundReservation[];
+      cache: CacheFile[];
+    }
+  >();
+  const group = (owner: string | undefined) => {
+    let g = groups.get(owner);
+    if (g === undefined) {
+      g = { rules: [], chains: [], reservations: [], cache: [] };
+      groups.set(owner, g);
+    }
+    return g;
+  };
+  for (const r of plan.rules) group(r.owner).rules.push(r);
+  for (const c of plan.chains) group(c.owner).chains.push(c);
+  for (const r of plan.reservations) group(r.allocId).reservations.push(r);
+  for (const c of plan.cache) group(c.allocId).cache.push(c);
+  return groups;
+}
+
+/** Several plans as one. */
+export function joinPlans(plans: readonly Plan[]): Plan {
+  return {
+    rules: plans.flatMap((p) => p.rules),
+    chains: plans.flatMap((p) => p.chains),
+    reservations: plans.flatMap((p) => p.reservations),
+    cache: plans.flatMap((p) => p.cache),
+  };
+}
+
 /** The part of a plan that belongs to `owners` (undefined in the set: the orphans). */
 export function planFor(plan: Plan, owners: ReadonlySet<string | undefined>): Plan {
   return {
