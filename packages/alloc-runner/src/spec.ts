@@ -1,0 +1,245 @@
+import { posix } from 'node:path';
+import * as t from 'io-ts';
+import { checkedString, decode } from '@allocnet/cni';
+import {
+  checkAllocId as checkConfiguratorAllocId,
+  decodeSpec as decodeConfiguratorSpec,
+  isConfiguratorError,
+} from '@allocnet/cni-configurator';
+import type { AllocNetworkSpec } from '@allocnet/cni-configurator';
+import { RunnerError } from './errors.js';
+
+/** What restore does with a setup that a crash (or a kill) interrupted. */
+export type InterruptedSetup = 'fail' | 'finish';
+
+/**
+ * What the runner is asked to set up: the configurator's spec, plus where the allocation's
+ * network namespace is when a task driver made it.
+ */
+export interface RunnerSpec extends AllocNetworkSpec {
+  /**
+   * A network namespace a task driver made (`/proc/<pid>/ns/net`, `/var/run/docker/netns/…`).
+   * Absent: the runner makes `/run/netns/<netnsPrefix><allocId>` and removes it at teardown. The
+   * runner never removes a namespace it did not make.
+   */
+  readonly netnsPath?: string;
+  /**
+   * After a crash during this allocation's setup, restore undoes what was done; then `fail`
+   * (default) reports the allocation failed, `finish` sets it up again.
+   */
+  readonly interruptedSetup?: InterruptedSetup;
+}
+
+function show(value: unknown): string {
+  const text = (JSON.stringify(value) as string | undefined) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+function invalid(message: string, field: string): RunnerError {
+  return new RunnerError(message, { code: 'invalid-argument', field });
+}
+
+/** The configurator's `invalid-argument` error, as the runner's, with the field under `spec.`. */
+function fromConfigurator(error: unknown, prefix: string, what: string): RunnerError {
+  if (isConfiguratorError(error) && error.code === 'invalid-argument') {
+    const field =
+      error.field === undefined || error.field === 'spec' ? prefix : `${prefix}.${error.field}`;
+    const problem =
+      error.field === undefined ? error.message : error.message.slice(error.field.length + 1);
+    return new RunnerError(`${what}: ${field} ${problem}`, {
+      code: 'invalid-argument',
+      field,
+      cause: error,
+    });
+  }
+  throw error;
+}
+
+const netnsPathCodec = checkedString(
+  'NetnsPath',
+  (s) => s.startsWith('/') && posix.normalize(s) === s && !s.includes('\0') && s.length <= 4096,
+  (s) => `${JSON.stringify(s)} is not an absolute, normalized path`,
+);
+
+const interruptedSetupCodec = t.keyof({ fail: null, finish: null });
+
+/** The fields a spec may have, by where they are; anything else is a mistake (a misspelling). */
+const PORT_FIELDS = new Set(['label', 'value', 'to', 'hostIp']);
+const LEGACY_PORT_FIELDS = new Set(['label', 'value', 'to']);
+const LEGACY_NETWORK_FIELDS = new Set(['reservedPorts', 'dynamicPorts']);
+const SPEC_FIELDS = new Set([
+  'allocId',
+  'region',
+  'namespace',
+  'jobId',
+  'groupName',
+  'network',
+  'ports',
+  'legacyNetworks',
+  'cniArgs',
+  'netnsPath',
+  'interruptedSetup',
+]);
+
+function unknownField(value: unknown, known: ReadonlySet<string>, at: string): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const key = Object.keys(value).find((k) => !known.has(k));
+  return key === undefined ? undefined : `${at}.${key}`;
+}
+
+function firstUnknownField(spec: AllocNetworkSpec & Record<string, unknown>): string | undefined {
+  const top = unknownField(spec, SPEC_FIELDS, 'spec');
+  if (top !== undefined) return top;
+  for (const [i, port] of (spec.ports ?? []).entries()) {
+    const found = unknownField(port, PORT_FIELDS, `spec.ports[${i}]`);
+    if (found !== undefined) return found;
+  }
+  for (const [i, net] of (spec.legacyNetworks ?? []).entries()) {
+    const found = unknownField(net, LEGACY_NETWORK_FIELDS, `spec.legacyNetworks[${i}]`);
+    if (found !== undefined) return found;
+    for (const list of ['reservedPorts', 'dynamicPorts'] as const) {
+      for (const [j, port] of (net[list] ?? []).entries()) {
+        const inner = unknownField(
+          port,
+          LEGACY_PORT_FIELDS,
+          `spec.legacyNetworks[${i}].${list}[${j}]`,
+        );
+        if (inner !== undefined) return inner;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Decodes a spec at the runner's edge; a bad one is `invalid-argument` naming the field. The
+ * configurator's own decoder checks the fields it owns (so that the runner accepts exactly what
+ * the configurator will); the runner checks its own two fields and refuses unknown fields at
+ * every level, so that a misspelt field (`hostIP`) is an error rather than silently ignored.
+ */
+export function decodeSpec(value: unknown): RunnerSpec {
+  const what = 'invalid allocation spec';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(`${what}: spec should be an object, got ${show(value)}`, 'spec');
+  }
+  const input = value as Record<string, unknown>;
+  const { netnsPath, interruptedSetup, ...rest } = input;
+  let spec: AllocNetworkSpec;
+  try {
+    spec = decodeConfiguratorSpec(rest);
+  } catch (error) {
+    throw fromConfigurator(error, 'spec', what);
+  }
+  const unknown = firstUnknownField(spec as AllocNetworkSpec & Record<string, unknown>);
+  if (unknown !== undefined) throw invalid(`${what}: ${unknown} is not a known field`, unknown);
+  const out: { -readonly [K in keyof RunnerSpec]: RunnerSpec[K] } = { ...spec };
+  if (netnsPath !== undefined) {
+    const path = decode(netnsPathCodec, netnsPath);
+    if (!path.ok)
+      throw invalid(`${what}: spec.netnsPath ${path.problem.problem}`, 'spec.netnsPath');
+    out.netnsPath = path.value;
+  }
+  if (interruptedSetup !== undefined) {
+    const policy = decode(interruptedSetupCodec, interruptedSetup);
+    if (!policy.ok) {
+      throw invalid(
+        `${what}: spec.interruptedSetup should be "fail" or "finish", got ${show(interruptedSetup)}`,
+        'spec.interruptedSetup',
+      );
+    }
+    out.interruptedSetup = policy.value;
+  }
+  return out;
+}
+
+/** Checks an allocation id given on its own (teardown, check), as the configurator does. */
+export function checkAllocId(value: unknown, field = 'allocId'): string {
+  try {
+    return checkConfiguratorAllocId(value, field);
+  } catch (error) {
+    if (!isConfiguratorError(error) || error.code !== 'invalid-argument') throw error;
+    throw new RunnerError(`invalid allocation id: ${error.message}`, {
+      code: 'invalid-argument',
+      field,
+      cause: error,
+    });
+  }
+}
+
+/** The spec the configurator gets: the runner's own fields taken off. */
+export function configuratorSpec(spec: RunnerSpec): AllocNetworkSpec {
+  const out: { -readonly [K in keyof RunnerSpec]?: RunnerSpec[K] } = { ...spec };
+  delete out.netnsPath;
+  delete out.interruptedSetup;
+  return out as AllocNetworkSpec;
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function sortKeys(value: Json): Json {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    const out: { [key: string]: Json } = {};
+    for (const key of Object.keys(value).sort()) out[key] = sortKeys(value[key] as Json);
+    return out;
+  }
+  return value;
+}
+
+function canonicalPort(p: {
+  label: string;
+  value: number;
+  to?: number;
+  hostIp?: string;
+}): Record<string, Json> {
+  return {
+    label: p.label,
+    value: p.value,
+    to: p.to === undefined || p.to < 1 ? p.value : p.to,
+    ...(p.hostIp === undefined || p.hostIp === '' ? {} : { hostIp: p.hostIp }),
+  };
+}
+
+/**
+ * The spec with what means the same written the same way: an empty region, network, port list,
+ * legacy network list or args map is left out; a port's `to` below 1 becomes its value; an empty host
+ * IP is left out; legacy networks are left out when there are ports (the configurator ignores
+ * them then); `interruptedSetup` defaults to `fail`. Keys sorted. Array order is kept: it is the
+ * order of the port mappings.
+ */
+export function canonicalSpec(spec: RunnerSpec): Record<string, Json> {
+  const ports = spec.ports ?? [];
+  const legacy = ports.length > 0 ? [] : (spec.legacyNetworks ?? []);
+  const args = spec.cniArgs ?? {};
+  const out: Record<string, Json> = {
+    allocId: spec.allocId,
+    namespace: spec.namespace,
+    jobId: spec.jobId,
+    groupName: spec.groupName,
+    interruptedSetup: spec.interruptedSetup ?? 'fail',
+  };
+  if (spec.region !== undefined && spec.region !== '') out.region = spec.region;
+  if (spec.network !== undefined && spec.network !== '') out.network = spec.network;
+  if (ports.length > 0) out.ports = ports.map(canonicalPort);
+  if (legacy.length > 0) {
+    out.legacyNetworks = legacy.map((n) => {
+      const net: Record<string, Json> = {};
+      if ((n.reservedPorts ?? []).length > 0)
+        net.reservedPorts = (n.reservedPorts ?? []).map(canonicalPort);
+      if ((n.dynamicPorts ?? []).length > 0)
+        net.dynamicPorts = (n.dynamicPorts ?? []).map(canonicalPort);
+      return net;
+    });
+  }
+  if (Object.keys(args).length > 0) out.cniArgs = { ...args };
+  if (spec.netnsPath !== undefined) out.netnsPath = spec.netnsPath;
+  return sortKeys(out) as Record<string, Json>;
+}
+
+/** The top-level fields on which two specs differ (by their canonical forms), sorted. */
+export function specDifferences(a: RunnerSpec, b: RunnerSpec): string[] {
+  const ca = canonicalSpec(a);
+  const cb = canonicalSpec(b);
+  const keys = new Set([...Object.keys(ca), ...Object.keys(cb)]);
+  return [...keys].filter((k) => JSON.stringify(ca[k]) !== JSON.stringify(cb[k])).sort();
+}

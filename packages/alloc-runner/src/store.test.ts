@@ -1,0 +1,144 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import { isRunnerError } from './errors.js';
+import type { AllocRecord } from './record.js';
+import { SCHEMA_KEY, openRunnerStore } from './store.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'allocnet-runner-store-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const RECORD: AllocRecord = {
+  schema: 1,
+  allocId: 'a1',
+  spec: { allocId: 'a1', namespace: 'default', jobId: 'web', groupName: 'g' },
+  phase: 'setting-up',
+  netnsPath: '/run/netns/alloc-a1',
+  netnsCreated: true,
+  updatedAtMs: 5,
+};
+
+/** Writes raw entries as an older (or another) version would have, then closes. */
+async function seed(entries: Record<string, unknown>): Promise<void> {
+  const db = open({ path: join(dir, 'state'), encoding: 'json', overlappingSync: false });
+  for (const [key, value] of Object.entries(entries)) await db.put(key, value);
+  await db.close();
+}
+
+async function refusal(options: Parameters<typeof openRunnerStore>[0]): Promise<[string, string]> {
+  try {
+    const store = await openRunnerStore(options);
+    await store.close();
+  } catch (error) {
+    if (!isRunnerError(error)) throw error;
+    return [error.code, error.message];
+  }
+  throw new Error('the store opened');
+}
+
+describe('openRunnerStore', () => {
+  it('makes a new store at schema 1 and keeps records across a reopen', async () => {
+    const store = await openRunnerStore({ dataDir: dir });
+    expect(store.path).toBe(join(dir, 'state'));
+    await store.put(RECORD);
+    await store.put({ ...RECORD, allocId: 'a0', spec: { ...RECORD.spec, allocId: 'a0' } });
+    await store.close();
+
+    const again = await openRunnerStore({ dataDir: dir });
+    expect(again.list().map((r) => r.allocId)).toEqual(['a0', 'a1']);
+    expect(again.get('a1')).toEqual(RECORD);
+    await again.remove('a1');
+    await again.close();
+
+    const db = open({ path: join(dir, 'state'), encoding: 'json' });
+    expect(db.get(SCHEMA_KEY)).toBe(1);
+    expect(db.get('alloc/a1')).toBeUndefined();
+    await db.close();
+  });
+
+  it('refuses a store written by a newer schema', async () => {
+    await seed({ [SCHEMA_KEY]: 2, 'alloc/a1': { whatever: true } });
+    expect(await refusal({ dataDir: dir })).toEqual([
+      'store',
+      `the state store "${dir}/state" has schema 2, newer than this agent's 1: run an agent that knows schema 2, or move the store away`,
+    ]);
+  });
+
+  it('refuses entries without a schema key when there is no migration from schema 0', async () => {
+    await seed({ 'alloc/a1': { id: 'a1' } });
+    expect(await refusal({ dataDir: dir })).toEqual([
+      'store',
+      `the state store "${dir}/state" has schema 0 and there is no migration from schema 0 to 1`,
+    ]);
+  });
+
+  it('migrates a schema-0 fixture through the migrations table, in one transaction', async () => {
+    // A made-up first shape: `{ id, state, ns }` under `a/<id>`.
+    await seed({ 'a/a1': { id: 'a1', state: 'up', ns: '/run/netns/alloc-a1' } });
+    const store = await openRunnerStore({
+      dataDir: dir,
+      migrations: {
+        0(db) {
+          for (const key of db.keys('a/')) {
+            const old = db.get(key) as { id: string; ns: string };
+            db.put(`alloc/${old.id}`, {
+              ...RECORD,
+              allocId: old.id,
+              netnsPath: old.ns,
+              phase: 'failed',
+              error: 'migrated',
+            });
+            db.remove(key);
+          }
+        },
+      },
+    });
+    expect(store.list()).toEqual([
+      { ...RECORD, phase: 'failed', error: 'migrated', netnsPath: '/run/netns/alloc-a1' },
+    ]);
+    await store.close();
+  });
+
+  it('leaves the store at its old schema when a migration throws', async () => {
+    await seed({ 'a/a1': { id: 'a1' } });
+    const migrations = {
+      0(db: { put(k: string, v: unknown): void }) {
+        db.put('alloc/x', RECORD);
+        throw new Error('boom');
+      },
+    };
+    expect(await refusal({ dataDir: dir, migrations })).toEqual([
+      'store',
+      `migrating the state store "${dir}/state" from schema 0 to 1 failed: boom`,
+    ]);
+    const db = open({ path: join(dir, 'state'), encoding: 'json' });
+    expect([db.get(SCHEMA_KEY), db.get('alloc/x'), db.get('a/a1')]).toEqual([
+      undefined,
+      undefined,
+      { id: 'a1' },
+    ]);
+    await db.close();
+  });
+
+  it('refuses a record it cannot read, naming the key and the field', async () => {
+    await seed({ [SCHEMA_KEY]: 1, 'alloc/a1': { ...RECORD, phase: 'halfway' } });
+    expect(await refusal({ dataDir: dir })).toEqual([
+      'store',
+      `the state store "${dir}/state" has an unreadable record "alloc/a1": phase should be "setting-up" | "ready" | "tearing-down" | "failed", got "halfway"`,
+    ]);
+  });
+
+  it('refuses writes after close', async () => {
+    const store = await openRunnerStore({ dataDir: dir });
+    await store.close();
+    await expect(store.put(RECORD)).rejects.toThrow(
+      `writing the record of allocation "a1" failed: the state store "${dir}/state" is closed`,
+    );
+  });
+});

@@ -1,0 +1,209 @@
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import type { RootDatabase } from 'lmdb';
+import { decode } from '@allocnet/cni';
+import { RunnerError, isRunnerError, messageOf } from './errors.js';
+import { SCHEMA_VERSION, recordCodec } from './record.js';
+import type { AllocRecord } from './record.js';
+import { decodeSpec } from './spec.js';
+import type { RunnerSpec } from './spec.js';
+
+/** The key of the schema version. */
+export const SCHEMA_KEY = 'meta/schema';
+/** Records are `alloc/<allocId>`. */
+export const RECORD_PREFIX = 'alloc/';
+
+/** What a migration sees: the raw store, inside the one transaction that migrates it. */
+export interface MigrationContext {
+  get(key: string): unknown;
+  put(key: string, value: unknown): void;
+  remove(key: string): void;
+  /** Every key starting with `prefix`, in order. */
+  keys(prefix: string): string[];
+}
+
+/** Rewrites the store from schema `n` to `n + 1`; runs inside a synchronous transaction. */
+export type Migration = (store: MigrationContext) => void;
+
+/**
+ * Migrations by the schema they start from. Schema 1 is the first; a store without a schema key
+ * but with entries is schema 0, which no released version wrote, so there is nothing to migrate
+ * from yet. A future schema 2 adds `1: (store) => { … }` here.
+ */
+export const MIGRATIONS: Readonly<Record<number, Migration>> = {};
+
+/** The runner's durable state: one record per allocation, in LMDB at `<dataDir>/state`. */
+export interface RunnerStore {
+  readonly path: string;
+  get(allocId: string): AllocRecord | undefined;
+  /** Every record, by allocation id. */
+  list(): AllocRecord[];
+  /** Resolves once the transaction holding it is committed and synced to disk. */
+  put(record: AllocRecord): Promise<void>;
+  /** Resolves once the removal is committed and synced to disk. */
+  remove(allocId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  readonly dataDir: string;
+  /** Default `MIGRATIONS`. */
+  readonly migrations?: Readonly<Record<number, Migration>>;
+  /** The schema this code writes. Default `SCHEMA_VERSION`. */
+  readonly schema?: number;
+}
+
+function storeError(message: string, cause?: unknown): RunnerError {
+  return new RunnerError(message, { code: 'store', ...(cause === undefined ? {} : { cause }) });
+}
+
+/**
+ * Opens (creating it if needed) and migrates the store, then reads every record into memory,
+ * checking each: a record that does not decode refuses the open, naming its key and field.
+ *
+ * Durability: LMDB is opened with its default sync on commit and `overlappingSync: false`, so a
+ * write's promise resolves only after the transaction is committed and fsynced (with lmdb-js's
+ * default `overlappingSync` the promise resolves at commit and the flush follows later, which a
+ * power loss could undo). Writes made in one event turn share one transaction (lmdb-js batching).
+ */
+export async function openRunnerStore(options: OpenStoreOptions): Promise<RunnerStore> {
+  const path = join(options.dataDir, 'state');
+  const current = options.schema ?? SCHEMA_VERSION;
+  const migrations = options.migrations ?? MIGRATIONS;
+  let db: RootDatabase;
+  try {
+    db = open({ path, encoding: 'json', overlappingSync: false });
+  } catch (error) {
+    throw storeError(`opening the state store "${path}" failed: ${messageOf(error)}`, error);
+  }
+  try {
+    await migrate(db, path, current, migrations);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+
+  const records = new Map<string, AllocRecord>();
+  try {
+    for (const { key, value } of db.getRange({
+      start: RECORD_PREFIX,
+      end: `${RECORD_PREFIX}\uffff`,
+    })) {
+      const result = decode(recordCodec, value);
+      if (!result.ok) {
+        const { field, problem } = result.problem;
+        throw storeError(
+          `the state store "${path}" has an unreadable record "${String(key)}": ${field === '' ? 'the record' : field} ${problem}`,
+        );
+      }
+      let spec: RunnerSpec;
+      try {
+        spec = decodeSpec(result.value.spec);
+      } catch (error) {
+        if (!isRunnerError(error)) throw error;
+        throw storeError(
+          `the state store "${path}" has an unreadable record "${String(key)}": ${error.message.replace(/^invalid allocation spec: /, '')}`,
+          error,
+        );
+      }
+      records.set(result.value.allocId, { ...(result.value as unknown as AllocRecord), spec });
+    }
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+
+  let closed = false;
+  const write = async (what: string, op: () => Promise<boolean>): Promise<void> => {
+    if (closed) throw storeError(`${what} failed: the state store "${path}" is closed`);
+    try {
+      await op();
+    } catch (error) {
+      throw storeError(`${what} failed: ${messageOf(error)}`, error);
+    }
+  };
+
+  return {
+    path,
+    get: (allocId) => records.get(allocId),
+    list: () => [...records.values()].sort((a, b) => (a.allocId < b.allocId ? -1 : 1)),
+    async put(record) {
+      await write(`writing the record of allocation "${record.allocId}"`, () =>
+        db.put(`${RECORD_PREFIX}${record.allocId}`, record),
+      );
+      records.set(record.allocId, record);
+    },
+    async remove(allocId) {
+      await write(`removing the record of allocation "${allocId}"`, () =>
+        db.remove(`${RECORD_PREFIX}${allocId}`),
+      );
+      records.delete(allocId);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.close();
+    },
+  };
+}
+
+async function migrate(
+  db: RootDatabase,
+  path: string,
+  current: number,
+  migrations: Readonly<Record<number, Migration>>,
+): Promise<void> {
+  const stored: unknown = db.get(SCHEMA_KEY);
+  let version: number;
+  if (stored === undefined) {
+    const empty = db.getKeysCount({ limit: 1 }) === 0;
+    if (empty) {
+      await db.put(SCHEMA_KEY, current);
+      return;
+    }
+    version = 0;
+  } else if (typeof stored === 'number' && Number.isInteger(stored) && stored >= 0) {
+    version = stored;
+  } else {
+    throw storeError(
+      `the state store "${path}" has a schema version that is not a number: ${JSON.stringify(stored)}`,
+    );
+  }
+  if (version === current) return;
+  if (version > current) {
+    throw storeError(
+      `the state store "${path}" has schema ${version}, newer than this agent's ${current}: run an agent that knows schema ${version}, or move the store away`,
+    );
+  }
+  for (let v = version; v < current; v++) {
+    if (migrations[v] === undefined) {
+      throw storeError(
+        `the state store "${path}" has schema ${version} and there is no migration from schema ${v} to ${v + 1}`,
+      );
+    }
+  }
+  const context: MigrationContext = {
+    get: (key) => db.get(key) as unknown,
+    put: (key, value) => {
+      db.putSync(key, value);
+    },
+    remove: (key) => {
+      db.removeSync(key);
+    },
+    keys: (prefix) => [...db.getKeys({ start: prefix, end: `${prefix}\uffff` })].map(String),
+  };
+  try {
+    // One synchronous transaction: the store is at the old schema or the new one, never between.
+    db.transactionSync(() => {
+      for (let v = version; v < current; v++) (migrations[v] as Migration)(context);
+      db.putSync(SCHEMA_KEY, current);
+    });
+  } catch (error) {
+    throw storeError(
+      `migrating the state store "${path}" from schema ${version} to ${current} failed: ${messageOf(error)}`,
+      error,
+    );
+  }
+  // transactionSync commits with LMDB's own sync; db.flushed covers the overlapped case too.
+  await db.flushed;
+}

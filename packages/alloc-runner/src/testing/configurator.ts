@@ -1,0 +1,279 @@
+import type {
+  AllocAttachment,
+  AllocNetworkSpec,
+  AllocNetworkStatus,
+  CleanupReport,
+  CniConfigurator,
+  HostState,
+  Leak,
+  LeakReport,
+  NetworkCatalog,
+  ReapReport,
+  SetupOutcome,
+  TeardownReport,
+} from '@allocnet/cni-configurator';
+
+export type ConfiguratorMethod =
+  | 'setup'
+  | 'check'
+  | 'teardown'
+  | 'forceCleanup'
+  | 'findLeaks'
+  | 'reapLeaks'
+  | 'ensureHostPrerequisites'
+  | 'reload'
+  | 'close';
+
+/** One call the recording configurator saw. */
+export interface ConfiguratorCall {
+  readonly method: ConfiguratorMethod;
+  readonly allocId?: string;
+  /** setup: the spec as given. */
+  readonly spec?: AllocNetworkSpec;
+  /** setup: the namespace path; check/teardown: the attachment's. */
+  readonly netns?: string;
+  /** check/teardown: the attachment given (teardown: undefined for a sweep only). */
+  readonly attachment?: AllocAttachment | undefined;
+  /** findLeaks/reapLeaks: the known ids, sorted. */
+  readonly known?: readonly string[];
+}
+
+/**
+ * A hand-written fake of `CniConfigurator` that records every call and keeps a model of the host:
+ * which allocations have a network (set up and not torn down, or planted with `leak`). It acts
+ * like the real one where the runner depends on it: `setup` gives each allocation the next
+ * address of 172.26.64.0/20 (or the `IP` CNI arg, as host-local does) and refuses an allocation
+ * that already has a network (a second ADD); `check` fails for one that has none; `teardown`
+ * removes the allocation's network whether or not an attachment is given (the audit's sweep);
+ * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`.
+ */
+export interface RecordingConfigurator extends CniConfigurator {
+  readonly calls: readonly ConfiguratorCall[];
+  /** The calls of one method, in order. */
+  callsOf(method: ConfiguratorMethod): readonly ConfiguratorCall[];
+  /** Allocations with a network on the modelled host, and the attachment their ADD gave. */
+  readonly attached: ReadonlyMap<string, AllocAttachment>;
+  /** The next `times` calls of `method` throw `error` (after recording the call, before acting). */
+  fail(method: ConfiguratorMethod, error: unknown, times?: number): this;
+  /** Awaited at the start of every call, after it is recorded: where tests hold a call. */
+  before: ((call: ConfiguratorCall) => Promise<void> | void) | undefined;
+  /** Plants a network for `allocId` that no runner made (a leak). */
+  leak(allocId: string, address?: string): this;
+  /** What `check` answers for `ran` (false: the network's config disables CHECK). Default true. */
+  checkRan: boolean;
+  /** The state that belongs to no allocation, reported by findLeaks and removed by reapLeaks. */
+  orphans: HostState;
+  /** Forgets the recorded calls. */
+  clearCalls(): void;
+}
+
+export const emptyHostState: HostState = {
+  rules: [],
+  chains: [],
+  reservations: [],
+  cacheFiles: [],
+};
+
+/** What the fake says a network leaves tagged with an allocation. */
+function stateOf(attachment: AllocAttachment): HostState {
+  const address = attachment.addresses[0] ?? '';
+  const comment = `name: "${attachment.network.name}" id: "${attachment.allocId}"`;
+  return {
+    rules: [
+      {
+        family: 'ipv4',
+        table: 'nat',
+        chain: 'POSTROUTING',
+        line: `-A POSTROUTING -s ${address}/32 -m comment --comment "${comment.replaceAll('"', '\\"')}" -j CNI-fake`,
+      },
+    ],
+    chains: [],
+    reservations: [
+      {
+        network: attachment.network.name,
+        address,
+        path: `/var/run/cni/networks/${attachment.network.name}/${address}`,
+        allocId: attachment.allocId,
+      },
+    ],
+    cacheFiles: [],
+  };
+}
+
+export function createRecordingConfigurator(): RecordingConfigurator {
+  const calls: ConfiguratorCall[] = [];
+  const attached = new Map<string, AllocAttachment>();
+  const failures: { method: ConfiguratorMethod; error: unknown }[] = [];
+  let next = 2;
+
+  async function enter(call: ConfiguratorCall): Promise<void> {
+    calls.push(call);
+    await fake.before?.(call);
+    const i = failures.findIndex((f) => f.method === call.method);
+    if (i >= 0) {
+      const [failure] = failures.splice(i, 1);
+      throw failure?.error;
+    }
+  }
+
+  function attachmentFor(spec: AllocNetworkSpec, netns: string, address: string): AllocAttachment {
+    const network = spec.network === undefined || spec.network === '' ? 'nomad' : spec.network;
+    return {
+      allocId: spec.allocId,
+      network: { name: network, config: JSON.stringify({ cniVersion: '1.0.0', name: network }) },
+      netns,
+      ifName: 'eth0',
+      args: [
+        ...Object.entries(spec.cniArgs ?? {}),
+        ['NOMAD_NAMESPACE', spec.namespace],
+        ['NOMAD_JOB', spec.jobId],
+        ['NOMAD_GROUP', spec.groupName],
+        ['NOMAD_ALLOC_ID', spec.allocId],
+      ],
+      portMappings: [],
+      addresses: [address],
+    };
+  }
+
+  function leaksOutside(known: Iterable<string>): Leak[] {
+    const keep = new Set(known);
+    return [...attached.values()]
+      .filter((a) => !keep.has(a.allocId))
+      .map((a) => ({ allocId: a.allocId, networks: [a.network.name], state: stateOf(a) }));
+  }
+
+  const catalog: NetworkCatalog = {
+    networks: [
+      { name: 'nomad', source: 'default', plugins: ['loopback', 'bridge', 'firewall', 'portmap'] },
+    ],
+    invalid: [],
+  };
+
+  const fake: RecordingConfigurator = {
+    calls,
+    callsOf: (method) => calls.filter((c) => c.method === method),
+    attached,
+    before: undefined,
+    checkRan: true,
+    orphans: emptyHostState,
+
+    fail(method, error, times = 1) {
+      for (let i = 0; i < times; i++) failures.push({ method, error });
+      return fake;
+    },
+
+    leak(allocId, address = `172.26.79.${next++}`) {
+      attached.set(
+        allocId,
+        attachmentFor(
+          { allocId, namespace: 'default', jobId: 'leaked', groupName: 'leaked' },
+          `/run/netns/gone-${allocId}`,
+          address,
+        ),
+      );
+      return fake;
+    },
+
+    clearCalls() {
+      calls.length = 0;
+    },
+
+    catalog: () => catalog,
+
+    async reload() {
+      await enter({ method: 'reload' });
+      return catalog;
+    },
+
+    async setup(spec, netns): Promise<SetupOutcome> {
+      await enter({ method: 'setup', allocId: spec.allocId, spec, netns });
+      if (attached.has(spec.allocId)) {
+        throw new Error(`fake ADD: allocation "${spec.allocId}" already has a network`);
+      }
+      const address = spec.cniArgs?.IP ?? `172.26.64.${next++}`;
+      const attachment = attachmentFor(spec, netns, address);
+      attached.set(spec.allocId, attachment);
+      const status: AllocNetworkStatus = {
+        allocId: spec.allocId,
+        network: attachment.network.name,
+        interfaceName: 'eth0',
+        address,
+        addressIpv6: '',
+        dns: undefined,
+        portMappings: [],
+        attempts: 1,
+      };
+      return { status, attachment };
+    },
+
+    async check(attachment) {
+      await enter({
+        method: 'check',
+        allocId: attachment.allocId,
+        netns: attachment.netns,
+        attachment,
+      });
+      if (!attached.has(attachment.allocId)) {
+        throw new Error(`fake CHECK: allocation "${attachment.allocId}" has no network`);
+      }
+      return { ran: fake.checkRan };
+    },
+
+    async teardown(allocId, attachment): Promise<TeardownReport> {
+      await enter({
+        method: 'teardown',
+        allocId,
+        attachment,
+        ...(attachment === undefined ? {} : { netns: attachment.netns }),
+      });
+      const had = attached.get(allocId);
+      attached.delete(allocId);
+      return {
+        allocId,
+        delError: undefined,
+        delRan: attachment !== undefined,
+        // With the ADD's attachment the DEL removes it all; without it, the sweep does.
+        removed: had !== undefined && attachment === undefined ? stateOf(had) : emptyHostState,
+      };
+    },
+
+    async forceCleanup(allocId, options = {}): Promise<CleanupReport> {
+      await enter({ method: 'forceCleanup', allocId });
+      const had = attached.get(allocId);
+      if (options.dryRun !== true) attached.delete(allocId);
+      return {
+        allocId,
+        dryRun: options.dryRun === true,
+        removed: had === undefined ? emptyHostState : stateOf(had),
+      };
+    },
+
+    async findLeaks(known): Promise<LeakReport> {
+      const ids = [...known].sort();
+      await enter({ method: 'findLeaks', known: ids });
+      return { leaks: leaksOutside(ids), orphans: fake.orphans };
+    },
+
+    async reapLeaks(known, options = {}): Promise<ReapReport> {
+      const ids = [...known].sort();
+      await enter({ method: 'reapLeaks', known: ids });
+      const leaks = leaksOutside(ids);
+      leaks.forEach((leak, i) => {
+        attached.delete(leak.allocId);
+        options.onProgress?.({ done: i + 1, total: leaks.length, allocId: leak.allocId });
+      });
+      const orphans = fake.orphans;
+      fake.orphans = emptyHostState;
+      return { reaped: leaks, orphans, failed: [] };
+    },
+
+    async ensureHostPrerequisites() {
+      await enter({ method: 'ensureHostPrerequisites' });
+    },
+
+    async close() {
+      await enter({ method: 'close' });
+    },
+  };
+  return fake;
+}

@@ -1,0 +1,10 @@
+export { createRecordingConfigurator, emptyHostState } from './configurator.js';
+export type {
+  ConfiguratorCall,
+  ConfiguratorMethod,
+  RecordingConfigurator,
+} from './configurator.js';
+export { createRecordingNetns } from './netns.js';
+export type { NetnsCall, NetnsMethod, RecordingNetns } from './netns.js';
+export { createDeferred, createManualClock } from './clock.js';
+export type { Deferred, ManualClock } from './clock.js';
