@@ -1,6 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import { isCniError } from '@allocnet/cni';
+import { isConfiguratorError } from '@allocnet/cni-configurator';
+import { isIptablesError } from '@allocnet/iptables-node';
 import { cniCommand } from './cni-command.js';
+import { UsageError, cleanupCommand, leaksCommand } from './local-command.js';
 import type { CliIo } from './io.js';
 
 /** Builds the `allocnet` command tree. */
@@ -11,6 +14,8 @@ export function createProgram(io: CliIo): Command {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();
   program.addCommand(cniCommand(io));
+  program.addCommand(cleanupCommand(io));
+  program.addCommand(leaksCommand(io));
   // Sub-commands report usage errors through exitOverride as well.
   for (const command of program.commands) {
     command.exitOverride().configureOutput({
@@ -40,7 +45,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       // --help and --version end here with exit code 0.
       return error.exitCode === 0 ? 0 : 2;
     }
-    if (isCniError(error)) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`allocnet: ${error.message}\n`);
+      return 2;
+    }
+    if (isCniError(error) || isConfiguratorError(error) || isIptablesError(error)) {
       io.stderr.write(`allocnet: ${error.message}\n`);
       return 1;
     }

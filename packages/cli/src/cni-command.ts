@@ -13,6 +13,7 @@ import {
 } from '@allocnet/cni';
 import type { Attachment, CniRuntime, NetworkConfig } from '@allocnet/cni';
 import type { CliIo } from './io.js';
+import { formatTable } from './table.js';
 
 export const DEFAULT_CONF_DIR = '/etc/cni/net.d';
 export const DEFAULT_CACHE_DIR = '/var/lib/cni';
@@ -217,15 +218,7 @@ export function cniCommand(io: CliIo): Command {
         n.plugins.map((p) => p.type).join(','),
         n.source ?? '',
       ]);
-      const header = ['NETWORK', 'VERSIONS', 'PLUGINS', 'FILE'];
-      const widths = header.map((h, i) =>
-        Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)),
-      );
-      for (const row of [header, ...rows]) {
-        io.stdout.write(
-          `${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ')}\n`,
-        );
-      }
+      io.stdout.write(formatTable(['NETWORK', 'VERSIONS', 'PLUGINS', 'FILE'], rows));
       for (const bad of listing.invalid) io.stdout.write(`invalid: ${bad.error.message}\n`);
     });
 
