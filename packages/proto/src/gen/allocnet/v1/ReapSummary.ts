@@ -22,7 +22,8 @@ export interface ReapSummary {
    */
   reaped?: _allocnet_v1_Leak[];
   /**
-   * State without an allocation id that was found; reported, never removed.
+   * State that belongs to no allocation (as in ListLeaksResponse.orphans), removed along with the
+   * leaks (with `dry_run`, what would be removed).
    */
   orphans?: _allocnet_v1_HostState | null;
   /**
@@ -40,7 +41,8 @@ export interface ReapSummary__Output {
    */
   reaped: _allocnet_v1_Leak__Output[];
   /**
-   * State without an allocation id that was found; reported, never removed.
+   * State that belongs to no allocation (as in ListLeaksResponse.orphans), removed along with the
+   * leaks (with `dry_run`, what would be removed).
    */
   orphans: _allocnet_v1_HostState__Output | null;
   /**
