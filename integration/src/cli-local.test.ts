@@ -150,12 +150,23 @@ it('finds, dry-runs, cleans up and reaps an allocation’s leaked state, and not
   );
 });
 
-it('refuses to act without --local or with a bad known file, naming the problem', async () => {
-  const noLocal = await execa(process.execPath, [CLI, 'leaks'], { reject: false });
-  expect(noLocal).toMatchObject({
+it('refuses bad input, naming the problem, and says when the agent is not there', async () => {
+  const socket = join(tmp.path, 'no-agent.sock');
+  const noAgent = await execa(process.execPath, [CLI, 'leaks', '--address', socket], {
+    reject: false,
+  });
+  expect(noAgent).toMatchObject({
+    exitCode: 1,
+    stderr: `allocnet: agent ${socket}: UNAVAILABLE: cannot connect (ENOENT); is the agent running? start it with \`allocnet agent\`, or pass --address`,
+  });
+  const knownWithoutLocal = await execa(
+    process.execPath,
+    [CLI, 'leaks', '--address', socket, '--known-file', '/dev/null'],
+    { reject: false },
+  );
+  expect(knownWithoutLocal).toMatchObject({
     exitCode: 2,
-    stderr:
-      'allocnet: leaks talks to the agent unless --local is given; run it with --local to act on this host directly',
+    stderr: 'allocnet: --known-file goes with --local; the agent knows its own allocations',
   });
   const known = join(tmp.path, 'known');
   await writeFile(known, 'ok-id\nbad id\n');

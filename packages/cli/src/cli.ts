@@ -2,8 +2,13 @@ import { Command, CommanderError } from 'commander';
 import { isCniError } from '@allocnet/cni';
 import { isConfiguratorError } from '@allocnet/cni-configurator';
 import { isIptablesError } from '@allocnet/iptables-node';
+import { AgentCallError } from './agent-client.js';
 import { cniCommand } from './cni-command.js';
-import { UsageError, cleanupCommand, leaksCommand } from './local-command.js';
+import { ExitStatus, UsageError } from './errors.js';
+import { allocCommand } from './alloc-command.js';
+import { fleetCommand } from './fleet-command.js';
+import { cleanupCommand, leaksCommand } from './operator-command.js';
+import { versionCommand } from './version-command.js';
 import type { CliIo } from './io.js';
 
 /** Builds the `allocnet` command tree. */
@@ -14,8 +19,11 @@ export function createProgram(io: CliIo): Command {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();
   program.addCommand(cniCommand(io));
+  program.addCommand(allocCommand(io));
   program.addCommand(cleanupCommand(io));
   program.addCommand(leaksCommand(io));
+  program.addCommand(fleetCommand(io));
+  program.addCommand(versionCommand(io));
   // Sub-commands report usage errors through exitOverride as well.
   for (const command of program.commands) {
     command.exitOverride().configureOutput({
@@ -45,11 +53,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       // --help and --version end here with exit code 0.
       return error.exitCode === 0 ? 0 : 2;
     }
+    if (error instanceof ExitStatus) {
+      if (error.message !== '') io.stderr.write(`allocnet: ${error.message}\n`);
+      return error.status;
+    }
     if (error instanceof UsageError) {
       io.stderr.write(`allocnet: ${error.message}\n`);
       return 2;
     }
-    if (isCniError(error) || isConfiguratorError(error) || isIptablesError(error)) {
+    if (
+      error instanceof AgentCallError ||
+      isCniError(error) ||
+      isConfiguratorError(error) ||
+      isIptablesError(error)
+    ) {
       io.stderr.write(`allocnet: ${error.message}\n`);
       return 1;
     }

@@ -1,0 +1,128 @@
+import { join } from 'node:path';
+import { tempDir } from '@allocnet/cni/testing';
+import { parseArg, parsePort, statusLines } from './alloc-command.js';
+import { runCli } from './index.js';
+import { formatTable } from './table.js';
+
+async function cli(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    env: {},
+  });
+  return { code, stdout, stderr };
+}
+
+let dir: Awaited<ReturnType<typeof tempDir>>;
+beforeEach(async () => {
+  dir = await tempDir();
+});
+afterEach(async () => {
+  await dir.remove();
+});
+
+describe('flags of allocnet alloc setup', () => {
+  it('reads --port label:value[:to] and --arg K=V', () => {
+    expect(parsePort('http:8080:80')).toEqual({ label: 'http', value: 8080, to: 80 });
+    expect(parsePort('db:5432')).toEqual({ label: 'db', value: 5432 });
+    expect(() => parsePort('8080')).toThrow('--port "8080" is not label:value or label:value:to');
+    expect(parseArg('A=b=c')).toEqual(['A', 'b=c']);
+    expect(() => parseArg('=x')).toThrow('--arg "=x" is not K=V');
+  });
+
+  it('exits 2 on a bad flag before dialling the agent', async () => {
+    const out = await cli(
+      'alloc',
+      'setup',
+      'a1',
+      '--port',
+      'nope',
+      '--address',
+      join(dir.path, 's'),
+    );
+    expect(out).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'allocnet: --port "nope" is not label:value or label:value:to\n',
+    });
+    expect((await cli('alloc', 'list', '--address', 'not an address')).stderr).toBe(
+      'allocnet: --address: agent address "not an address" contains whitespace; use a socket path (/… or ./…), unix:<path> or host:port\n',
+    );
+  });
+});
+
+describe('talking to agents that are not there', () => {
+  it('fleet prints one row per node and exits 1 when a node did not answer', async () => {
+    const a = join(dir.path, 'a.sock');
+    const out = await cli('fleet', 'leaks', '--node', a);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toBe(
+      formatTable(
+        [
+          'NODE',
+          'LEAKED',
+          'RULES',
+          'CHAINS',
+          'RESERVATIONS',
+          'ORPHAN RULES',
+          'ORPHAN CHAINS',
+          'STATUS',
+        ],
+        [
+          [
+            a,
+            '0',
+            '0',
+            '0',
+            '0',
+            '0',
+            '0',
+            `agent ${a}: UNAVAILABLE: cannot connect (ENOENT); is the agent running? start it with \`allocnet agent\`, or pass --address`,
+          ],
+        ],
+      ) + '1 node(s), 0 leaked allocation(s) found, 1 node(s) did not answer\n',
+    );
+    expect((await cli('fleet', 'leaks')).stderr).toBe('allocnet: give at least one --node ADDR\n');
+  });
+
+  it('version prints the CLI’s version even without an agent', async () => {
+    const out = await cli('version', '--address', join(dir.path, 'x.sock'), '--json');
+    expect(out.code).toBe(0);
+    expect(JSON.parse(out.stdout)).toMatchObject({ cli: '0.1.0', agent: null });
+  });
+});
+
+describe('statusLines', () => {
+  it('prints a status for people, one port per tcp/udp pair', () => {
+    expect(
+      statusLines({
+        allocId: 'a1',
+        network: 'nomad',
+        phase: 'PHASE_READY',
+        interfaceName: 'eth0',
+        address: '172.26.64.2',
+        addressIpv6: '',
+        dns: null,
+        netnsPath: '/run/netns/alloc-a1',
+        portMappings: [
+          { hostPort: 8080, containerPort: 80, protocol: 'tcp', hostIp: '' },
+          { hostPort: 8080, containerPort: 80, protocol: 'udp', hostIp: '' },
+        ],
+        attempts: 1,
+        retryCount: 0,
+        updatedAtUnixMs: '0',
+        error: '',
+        netnsCreatedByAgent: true,
+      }),
+    ).toEqual([
+      'a1: ready in network nomad',
+      '  interface  eth0',
+      '  address    172.26.64.2',
+      '  ports      8080→80',
+      '  netns      /run/netns/alloc-a1 (made by the agent)',
+      '  attempts   1',
+    ]);
+  });
+});

@@ -1,0 +1,381 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { Command, Option } from 'commander';
+import { DEFAULT_PLUGIN_DIRS, createCniCache, createCniRuntime } from '@allocnet/cni';
+import {
+  DEFAULT_IPAM_DATA_DIR,
+  checkAllocId,
+  createCniConfigurator,
+} from '@allocnet/cni-configurator';
+import type { CniConfigurator } from '@allocnet/cni-configurator';
+import { unary } from '@allocnet/proto';
+import type { ReapLeaksProgress__Output, ReapSummary__Output } from '@allocnet/proto';
+import { Presets, SingleBar } from 'cli-progress';
+import { connectOptions } from './agent-client.js';
+import type { AgentConnection, ConnectOptions } from './agent-client.js';
+import { call, withAgent } from './alloc-command.js';
+import { createIptables } from '@allocnet/iptables-node';
+import { DEFAULT_CACHE_DIR, DEFAULT_CONF_DIR } from './cni-command.js';
+import { ExitStatus, UsageError } from './errors.js';
+import type { CliIo } from './io.js';
+import { formatTable } from './table.js';
+
+/** Flags of the commands that act on this host directly, without an agent. */
+export interface LocalOptions {
+  readonly local?: boolean;
+  readonly confDir: string;
+  readonly pluginDir?: string[];
+  readonly cacheDir: string;
+  readonly ipamDir: string;
+  readonly hostNetns?: string;
+  readonly json?: boolean;
+}
+
+export function localOptions(command: Command): Command {
+  return command
+    .option('--local', 'act on this host’s iptables and IPAM directly, without the agent')
+    .addOption(
+      new Option('--conf-dir <dir>', 'named network configurations').default(DEFAULT_CONF_DIR),
+    )
+    .addOption(
+      new Option(
+        '--plugin-dir <dir>',
+        'plugin directories (repeat); only recorded, nothing runs',
+      ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+    )
+    .addOption(new Option('--cache-dir <dir>', 'the CNI result cache').default(DEFAULT_CACHE_DIR))
+    .addOption(
+      new Option('--ipam-dir <dir>', 'host-local data directory of the default network').default(
+        DEFAULT_IPAM_DATA_DIR,
+      ),
+    )
+    .addOption(
+      new Option('--host-netns <name>', 'act inside this named network namespace (a test node)'),
+    )
+    .option('--json', 'print JSON');
+}
+
+/** A configurator over this host (or `--host-netns`), for commands that run without an agent. */
+export async function localConfigurator(
+  options: LocalOptions,
+  io: CliIo,
+): Promise<CniConfigurator> {
+  const netns = options.hostNetns === undefined ? undefined : `/run/netns/${options.hostNetns}`;
+  const fromEnv = io.env.CNI_PATH;
+  const pluginDirs =
+    options.pluginDir !== undefined && options.pluginDir.length > 0
+      ? options.pluginDir
+      : fromEnv === undefined || fromEnv === ''
+        ? DEFAULT_PLUGIN_DIRS
+        : fromEnv.split(':').filter((d) => d !== '');
+  return createCniConfigurator({
+    runtime: createCniRuntime({ pluginDirs, cacheDir: options.cacheDir }),
+    iptables: {
+      ipv4: createIptables(netns === undefined ? {} : { netns }),
+      ipv6: createIptables({ family: 'ipv6', ...(netns === undefined ? {} : { netns }) }),
+    },
+    defaultNetwork: { ipamDataDir: options.ipamDir },
+    confDir: options.confDir,
+    watchConfDir: false,
+  });
+}
+
+/** The allocation ids of a `--known-file`: one per line; blank lines and `#` comments skipped. */
+export async function readKnownFile(file: string): Promise<string[]> {
+  const text = await readFile(file, 'utf8');
+  const ids: string[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.replace(/#.*/, '').trim();
+    if (line === '') return;
+    try {
+      ids.push(checkAllocId(line, `--known-file line ${i + 1}`));
+    } catch (error) {
+      throw new UsageError(error instanceof Error ? error.message : String(error));
+    }
+  });
+  return ids;
+}
+
+/**
+ * Without `--known-file`, the allocations alive on this host are those with a cached ADD result
+ * whose network namespace still exists.
+ */
+async function knownFromCache(cacheDir: string): Promise<string[]> {
+  const entries = await createCniCache(cacheDir).listResults();
+  return entries
+    .filter((e) => e.netns !== undefined && existsSync(e.netns))
+    .map((e) => e.containerId);
+}
+
+/** A host state as the configurator and the agent both report it. */
+export interface StateLike {
+  readonly rules: readonly {
+    readonly family: string;
+    readonly table: string;
+    readonly line: string;
+  }[];
+  readonly chains: readonly {
+    readonly family: string;
+    readonly table: string;
+    readonly chain: string;
+  }[];
+  readonly reservations: readonly {
+    readonly network: string;
+    readonly address: string;
+    readonly path: string;
+  }[];
+  readonly cacheFiles: readonly string[];
+}
+
+export interface LeakLike {
+  readonly allocId: string;
+  readonly networks: readonly string[];
+  readonly state: StateLike;
+}
+
+export function stateCounts(state: StateLike): string {
+  return `${state.rules.length} rule(s), ${state.chains.length} chain(s), ${state.reservations.length} reservation(s), ${state.cacheFiles.length} cache file(s)`;
+}
+
+/** What a state holds, one line per item, for people. */
+export function stateLines(state: StateLike, indent = '  '): string[] {
+  return [
+    ...state.chains.map((c) => `${indent}chain ${c.family} ${c.table} ${c.chain}`),
+    ...state.rules.map((r) => `${indent}rule  ${r.family} ${r.table} ${r.line}`),
+    ...state.reservations.map((r) => `${indent}ipam  ${r.network} ${r.address} (${r.path})`),
+    ...state.cacheFiles.map((f) => `${indent}cache ${f}`),
+  ];
+}
+
+export function leakRows(leaks: readonly LeakLike[]): string[][] {
+  return leaks.map((l) => [
+    l.allocId,
+    l.networks.join(',') || '-',
+    String(l.state.rules.length),
+    String(l.state.chains.length),
+    String(l.state.reservations.length),
+    String(l.state.cacheFiles.length),
+  ]);
+}
+
+export const LEAK_HEADER = ['ALLOC ID', 'NETWORKS', 'RULES', 'CHAINS', 'RESERVATIONS', 'CACHE'];
+
+function print(io: CliIo, value: unknown): void {
+  io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Reaping progress: a bar on a terminal, plain lines otherwise (and nothing with --json). */
+function progressReporter(io: CliIo, quiet: boolean) {
+  if (quiet) return { update: () => undefined, stop: () => undefined };
+  const stream = io.stderr as { isTTY?: boolean };
+  if (stream.isTTY === true) {
+    const bar = new SingleBar(
+      {
+        format: 'reaping [{bar}] {value}/{total} allocations',
+        stream: io.stderr as NodeJS.WritableStream,
+      },
+      Presets.shades_classic,
+    );
+    let started = false;
+    return {
+      update(done: number, total: number) {
+        if (!started) {
+          bar.start(total, 0);
+          started = true;
+        }
+        bar.update(done);
+      },
+      stop() {
+        if (started) bar.stop();
+      },
+    };
+  }
+  return {
+    update: (done: number, total: number) => void io.stderr.write(`reaped ${done}/${total}\n`),
+    stop: () => undefined,
+  };
+}
+
+function printCleanup(io: CliIo, allocId: string, dryRun: boolean, removed: StateLike): void {
+  io.stdout.write(`${allocId}: ${dryRun ? 'would remove' : 'removed'} ${stateCounts(removed)}\n`);
+  for (const line of stateLines(removed)) io.stdout.write(`${line}\n`);
+}
+
+function printLeaks(io: CliIo, leaks: readonly LeakLike[], orphans: StateLike): void {
+  if (leaks.length > 0) io.stdout.write(formatTable(LEAK_HEADER, leakRows(leaks)));
+  io.stdout.write(`${leaks.length} leaked allocation(s); orphans: ${stateCounts(orphans)}\n`);
+  for (const line of stateLines(orphans)) io.stdout.write(`${line}\n`);
+}
+
+function printReap(
+  io: CliIo,
+  reaped: number,
+  failed: readonly { allocId: string; error: string }[],
+  orphans: StateLike,
+): void {
+  io.stdout.write(
+    `reaped ${reaped} leaked allocation(s); ${failed.length} failed; orphans: ${stateCounts(orphans)}\n`,
+  );
+  for (const f of failed) io.stdout.write(`failed: ${f.allocId}: ${f.error}\n`);
+  if (failed.length > 0) throw new ExitStatus(1);
+}
+
+const EMPTY: StateLike = { rules: [], chains: [], reservations: [], cacheFiles: [] };
+
+/** Reaps through the agent's ReapLeaks stream, reporting progress; resolves the summary. */
+export function reapThroughAgent(
+  agent: AgentConnection,
+  request: { batchSize?: number; dryRun?: boolean },
+  onStep: (done: number, total: number) => void,
+): Promise<ReapSummary__Output> {
+  return new Promise((resolve, reject) => {
+    const stream = agent.operator.ReapLeaks(request, agent.metadata, {
+      deadline: Date.now() + agent.deadlineMs,
+    });
+    let summary: ReapSummary__Output | undefined;
+    stream.on('data', (message: ReapLeaksProgress__Output) => {
+      if (message.step !== null && message.step !== undefined)
+        onStep(message.step.done, message.step.total);
+      if (message.summary !== null && message.summary !== undefined) summary = message.summary;
+    });
+    stream.on('error', reject);
+    stream.on('end', () => {
+      if (summary === undefined) reject(new Error('the agent ended ReapLeaks without a summary'));
+      else resolve(summary);
+    });
+  });
+}
+
+/** `allocnet cleanup <alloc-id>`: the forced cleanup, through the agent or `--local`. */
+export function cleanupCommand(io: CliIo): Command {
+  return connectOptions(
+    localOptions(
+      new Command('cleanup')
+        .description(
+          'remove every rule, chain, IPAM reservation and cache file tagged with an allocation',
+        )
+        .argument('<alloc-id>', 'the allocation id')
+        .option('--network <name>', 'only what this network tagged (default: any network)')
+        .option('--dry-run', 'list what would be removed, remove nothing'),
+    ),
+  ).action(
+    async (
+      allocId: string,
+      options: LocalOptions & ConnectOptions & { network?: string; dryRun?: boolean },
+    ) => {
+      const dryRun = options.dryRun === true;
+      if (options.local !== true) {
+        const response = await withAgent(options, (agent) =>
+          unary(
+            agent.operator,
+            'ForceCleanup',
+            { allocId, network: options.network ?? '', dryRun },
+            call(agent),
+          ),
+        );
+        if (options.json === true) {
+          print(io, response);
+          return;
+        }
+        printCleanup(io, allocId, response.dryRun, response.removed ?? EMPTY);
+        return;
+      }
+      const configurator = await localConfigurator(options, io);
+      try {
+        const report = await configurator.forceCleanup(allocId, {
+          ...(options.network === undefined ? {} : { network: options.network }),
+          dryRun,
+        });
+        if (options.json === true) {
+          print(io, report);
+          return;
+        }
+        printCleanup(io, report.allocId, report.dryRun, report.removed);
+      } finally {
+        await configurator.close();
+      }
+    },
+  );
+}
+
+/** `allocnet leaks`: state tagged with allocations that are not alive; `--reap` removes it. */
+export function leaksCommand(io: CliIo): Command {
+  return connectOptions(
+    localOptions(
+      new Command('leaks')
+        .description('list state tagged with allocations that are not alive; --reap removes it')
+        .option('--reap', 'remove what was found')
+        .option('--known-file <file>', 'with --local: allocation ids that are alive, one per line'),
+    ),
+  ).action(
+    async (options: LocalOptions & ConnectOptions & { reap?: boolean; knownFile?: string }) => {
+      const progress = progressReporter(io, options.json === true);
+      if (options.local !== true) {
+        if (options.knownFile !== undefined)
+          throw new UsageError(
+            '--known-file goes with --local; the agent knows its own allocations',
+          );
+        if (options.reap === true) {
+          const summary = await withAgent(options, (agent) =>
+            reapThroughAgent(agent, {}, (done, total) => {
+              progress.update(done, total);
+            }),
+          ).finally(() => {
+            progress.stop();
+          });
+          if (options.json === true) {
+            print(io, summary);
+            return;
+          }
+          printReap(io, summary.reaped.length, summary.failed, summary.orphans ?? EMPTY);
+          return;
+        }
+        const response = await withAgent(options, (agent) =>
+          unary(agent.operator, 'ListLeaks', {}, call(agent)),
+        );
+        if (options.json === true) {
+          print(io, response);
+          return;
+        }
+        printLeaks(
+          io,
+          response.leaks.map((l) => ({ ...l, state: l.state ?? EMPTY })),
+          response.orphans ?? EMPTY,
+        );
+        return;
+      }
+      const configurator = await localConfigurator(options, io);
+      try {
+        const known =
+          options.knownFile === undefined
+            ? await knownFromCache(options.cacheDir)
+            : await readKnownFile(options.knownFile);
+        if (options.reap === true) {
+          const report = await configurator
+            .reapLeaks(known, {
+              onProgress: (p) => {
+                progress.update(p.done, p.total);
+              },
+            })
+            .finally(() => {
+              progress.stop();
+            });
+          if (options.json === true) {
+            print(io, report);
+            return;
+          }
+          printReap(io, report.reaped.length, report.failed, report.orphans);
+          return;
+        }
+        const report = await configurator.findLeaks(known);
+        if (options.json === true) {
+          print(io, report);
+          return;
+        }
+        printLeaks(io, report.leaks, report.orphans);
+      } finally {
+        await configurator.close();
+      }
+    },
+  );
+}

@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { unary } from '@allocnet/proto';
+import { connectOptions } from './agent-client.js';
+import type { ConnectOptions } from './agent-client.js';
+import { call, withAgent } from './alloc-command.js';
+import type { CliIo } from './io.js';
+
+/** This package's version, from its package.json. */
+export function cliVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+/** `allocnet version`: the CLI's version and, when it answers, the agent's. */
+export function versionCommand(io: CliIo): Command {
+  return connectOptions(
+    new Command('version')
+      .description('print the version of the CLI and of the agent, if one answers')
+      .option('--json', 'print JSON'),
+  ).action(async (options: ConnectOptions & { json?: boolean }) => {
+    const cli = cliVersion();
+    let agent: string | undefined;
+    let problem: string | undefined;
+    try {
+      agent = (
+        await withAgent({ ...options, timeout: '3000' }, (a) =>
+          unary(a.operator, 'GetAgentInfo', {}, call(a)),
+        )
+      ).version;
+    } catch (error) {
+      problem = error instanceof Error ? error.message : String(error);
+    }
+    if (options.json === true) {
+      io.stdout.write(
+        `${JSON.stringify({ cli, agent: agent ?? null, agentError: problem ?? null }, null, 2)}\n`,
+      );
+      return;
+    }
+    io.stdout.write(`allocnet ${cli}\n`);
+    io.stdout.write(
+      agent === undefined
+        ? `agent: not reachable (${problem ?? ''})\n`
+        : `agent ${agent} at ${options.address}\n`,
+    );
+  });
+}
