@@ -5,12 +5,10 @@
 //   --method allocnet : @allocnet/cni's runtime
 //   --method plain    : a plain loop that spawns each plugin directly (child_process.spawn),
 //                       stdin built by hand the way libcni builds it; no checks, no cache
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createCniRuntime, parseNetworkConfigText } from '@allocnet/cni';
-import type { NetworkConfig } from '@allocnet/cni';
+import { plainDriver } from './plain-chain.js';
 import { phaseStats } from './stats.js';
 
 const { values } = parseArgs({
@@ -83,60 +81,6 @@ function allocnetDriver(): Driver {
   };
 }
 
-function spawnPlugin(type: string, stdin: string, env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(join(pluginDir, type), [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => err.push(d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const stdout = Buffer.concat(out).toString();
-      if (code === 0) resolve(stdout);
-      else reject(new Error(`${type} exited ${code}: ${stdout}${Buffer.concat(err).toString()}`));
-    });
-    child.stdin.end(stdin);
-  });
-}
-
-function plainDriver(net: NetworkConfig): Driver {
-  const results = new Map<string, unknown>();
-  const env = (command: string, a: Alloc): NodeJS.ProcessEnv => ({
-    ...process.env,
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: a.id,
-    CNI_NETNS: a.netns,
-    CNI_IFNAME: 'eth0',
-    CNI_ARGS: '',
-    CNI_PATH: pluginDir,
-  });
-  const stdin = (raw: Readonly<Record<string, unknown>>, a: Alloc, prevResult: unknown) =>
-    JSON.stringify({
-      ...raw,
-      name: net.name,
-      cniVersion: net.cniVersion,
-      ...(raw.type === 'portmap' ? { runtimeConfig: { portMappings: a.portMappings } } : {}),
-      ...(prevResult === undefined ? {} : { prevResult }),
-    });
-  return {
-    async add(a) {
-      let prev: unknown;
-      for (const plugin of net.plugins) {
-        prev = JSON.parse(
-          await spawnPlugin(plugin.type, stdin(plugin.raw, a, prev), env('ADD', a)),
-        );
-      }
-      results.set(a.id, prev);
-    },
-    async del(a) {
-      const prev = results.get(a.id);
-      for (const plugin of [...net.plugins].reverse())
-        await spawnPlugin(plugin.type, stdin(plugin.raw, a, prev), env('DEL', a));
-    },
-  };
-}
-
 async function phase(op: (a: Alloc) => Promise<void>) {
   const latencies: number[] = [];
   const failures: string[] = [];
@@ -153,7 +97,7 @@ async function phase(op: (a: Alloc) => Promise<void>) {
   return phaseStats(latencies, failures, performance.now() - start);
 }
 
-const driver = method === 'allocnet' ? allocnetDriver() : plainDriver(network);
+const driver = method === 'allocnet' ? allocnetDriver() : plainDriver(network, pluginDir);
 const setup = await phase((a) => driver.add(a));
 const remove = await phase((a) => driver.del(a));
 process.stdout.write(`${JSON.stringify({ method, n: allocs.length, setup, remove })}\n`);
