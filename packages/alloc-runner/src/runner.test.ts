@@ -4,6 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CniError } from '@allocnet/cni';
 import { ConfiguratorError } from '@allocnet/cni-configurator';
 import type { CrashPoint } from './crash.js';
 import { isRunnerError } from './errors.js';
@@ -108,6 +109,11 @@ async function rejection(promise: Promise<unknown>): Promise<RunnerError> {
     throw error;
   }
   throw new Error('it did not fail');
+}
+
+/** What the configurator throws when CHECK finds the network broken. */
+function checkFailed(msg: string): ConfiguratorError {
+  return new ConfiguratorError(msg, { code: 'check-failed' });
 }
 
 /** Holds the configurator's calls of `method` for the given ids until the test releases them. */
@@ -557,7 +563,7 @@ describe('restore', () => {
     first.netns.clearCalls();
 
     const { runner, configurator, netns } = await make(first);
-    configurator.fail('check', new Error('no eth0'));
+    configurator.fail('check', checkFailed('no eth0'));
     const report = await runner.restore();
 
     expect(report.outcomes).toEqual([
@@ -605,13 +611,44 @@ describe('restore', () => {
     expect(runner.get(A)?.status?.address).toBe(status.address);
   });
 
+  it('leaves a ready allocation alone when its CHECK could not run', async () => {
+    const first = await make();
+    await first.runner.setup(spec(A));
+    const ready = first.runner.get(A);
+    await first.runner.close();
+    first.configurator.clearCalls();
+    const { runner, configurator } = await make(first);
+    configurator.fail(
+      'check',
+      new ConfiguratorError('CHECK of "x" failed: plugin "bridge" did not start: EAGAIN', {
+        code: 'check-failed',
+        cause: new CniError('plugin "bridge" did not start: EAGAIN', {
+          code: 'spawn',
+          msg: 'EAGAIN',
+        }),
+      }),
+    );
+    const report = await runner.restore();
+    expect(report.outcomes).toEqual([
+      {
+        allocId: A,
+        from: 'ready',
+        result: 'error',
+        checked: false,
+        error: 'CHECK could not run: CHECK of "x" failed: plugin "bridge" did not start: EAGAIN',
+      },
+    ]);
+    expect(configurator.calls.map((c) => c.method)).toEqual(['check']);
+    expect(runner.get(A)).toEqual(ready);
+  });
+
   it('takes any address when the old one cannot be had', async () => {
     const first = await make();
     await first.runner.setup(spec(A));
     await first.runner.close();
     first.configurator.clearCalls();
     const { runner, configurator } = await make(first);
-    configurator.fail('check', new Error('no eth0'));
+    configurator.fail('check', checkFailed('no eth0'));
     configurator.fail('setup', new Error('requested IP address 172.26.64.2 is not available'));
     const report = await runner.restore();
     expect(report.counts.recreated).toBe(1);

@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import { NAME_PATTERN, silentLogger } from '@allocnet/cni';
+import { NAME_PATTERN, isCniError, silentLogger } from '@allocnet/cni';
 import type { Logger } from '@allocnet/cni';
 import type {
   AllocAttachment,
@@ -224,6 +224,29 @@ const RESULTS: readonly RestoreResult[] = [
   'already-failed',
   'error',
 ];
+
+/** CNI error codes that say a CHECK could not run, rather than that it found the network broken. */
+const CHECK_COULD_NOT_RUN = new Set<string>([
+  'spawn',
+  'timeout',
+  'aborted',
+  'plugin-not-found',
+  'invalid-config',
+  'no-common-version',
+  'incompatible-version',
+  'check-not-supported',
+]);
+
+/**
+ * Whether a CHECK error says the allocation's network is broken: a `check-failed` from the
+ * configurator whose cause is a plugin's answer (or the configurator's own port-mapping check),
+ * not a plugin that did not start, timed out or cannot run this config, nor an iptables failure.
+ */
+function foundBroken(error: unknown): boolean {
+  if (!isConfiguratorError(error) || error.code !== 'check-failed') return false;
+  const cause: unknown = error.cause;
+  return !(isCniError(cause) && CHECK_COULD_NOT_RUN.has(cause.code));
+}
 
 /** The netns part of a setup: make a namespace, reuse it (remaking it if gone), or use the given one. */
 type NetnsPlan =
@@ -646,6 +669,11 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
               counters.restored++;
               return outcome('kept', ran);
             } catch (error) {
+              if (!foundBroken(error)) {
+                // Setting every allocation up again because iptables or a plugin binary was
+                // briefly unavailable would cut traffic for nothing: leave it, say so.
+                throw new Error(`CHECK could not run: ${messageOf(error)}`, { cause: error });
+              }
               why = `CHECK failed: ${messageOf(error)}`;
             }
           } else {
@@ -780,6 +808,11 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
 
   function reconcile(signal?: AbortSignal): Promise<ReconcileReport> {
     if (reconciling !== undefined) return reconciling;
+    if (closing) {
+      return Promise.reject(
+        new RunnerError('the allocation runner is shutting down', { code: 'shutting-down' }),
+      );
+    }
     const running = reconcileNow(signal).finally(() => {
       reconciling = undefined;
     });
