@@ -928,6 +928,27 @@ describe('reconcile', () => {
   });
 });
 
+describe('options', () => {
+  it('refuses an empty namespace prefix and a bad limit', async () => {
+    const configurator = createRecordingConfigurator();
+    const netns = createRecordingNetns();
+    const refused = async (over: Partial<AllocRunnerOptions>) => {
+      const e = await rejection(createAllocRunner({ configurator, netns, dataDir: dir, ...over }));
+      return [e.code, e.field, e.message];
+    };
+    expect(await refused({ netnsPrefix: '' })).toEqual([
+      'invalid-argument',
+      'netnsPrefix',
+      'netnsPrefix is empty; the runner needs a prefix of its own',
+    ]);
+    expect(await refused({ maxConcurrent: 0 })).toEqual([
+      'invalid-argument',
+      'maxConcurrent',
+      'maxConcurrent 0 is not a positive whole number',
+    ]);
+  });
+});
+
 describe('close', () => {
   it('waits for work in flight and refuses new work', async () => {
     const { runner, configurator } = await make();

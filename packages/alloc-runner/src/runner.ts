@@ -271,7 +271,14 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
     else log.debug(m, meta);
   };
   const clock = options.clock ?? systemClock;
-  if (prefix !== '') checkNetnsName(prefix);
+  if (prefix === '') {
+    // Every namespace on the host would look like the runner's to the reconciler.
+    throw new RunnerError('netnsPrefix is empty; the runner needs a prefix of its own', {
+      code: 'invalid-argument',
+      field: 'netnsPrefix',
+    });
+  }
+  checkNetnsName(prefix);
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
     throw new RunnerError(`maxConcurrent ${maxConcurrent} is not a positive whole number`, {
       code: 'invalid-argument',
