@@ -86,8 +86,16 @@ export interface Iptables {
    * it was already gone.
    */
   clearAndDeleteChain(table: Table, chain: string, options?: CallOptions): Promise<boolean>;
-  /** iptables-save, parsed: every table, or one. */
-  save(options?: CallOptions & { readonly table?: Table }): Promise<readonly SavedTable[]>;
+  /**
+   * iptables-save, parsed: every table, or one. With `lines`, only the lines it keeps are parsed
+   * (see `parseIptablesSave`): much cheaper when a large ruleset is searched for a few rules.
+   */
+  save(
+    options?: CallOptions & {
+      readonly table?: Table;
+      readonly lines?: (line: string) => boolean;
+    },
+  ): Promise<readonly SavedTable[]>;
   /**
    * Applies a batch with one `iptables-restore --noflush` process, all or nothing: each table is
    * one kernel transaction, and when a later table fails, earlier tables that had committed are
@@ -231,13 +239,15 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
     return parsed(argv, () => parseRuleListing(table, stdout));
   }
 
-  async function save(call?: CallOptions & { readonly table?: Table }): Promise<SavedTable[]> {
+  async function save(
+    call?: CallOptions & { readonly table?: Table; readonly lines?: (line: string) => boolean },
+  ): Promise<SavedTable[]> {
     const argv = [
       binaries.save,
       ...(call?.table === undefined ? [] : ['-t', checkTable(call.table)]),
     ];
     const stdout = await run(argv, call);
-    return parsed(argv, () => parseIptablesSave(stdout));
+    return parsed(argv, () => parseIptablesSave(stdout, call?.lines));
   }
 
   async function saveTables(

@@ -62,15 +62,46 @@ function parseRule(table: Table, statement: Statement): Rule {
   }
 }
 
+/** True when a line opens a quote it does not close (an argument that goes on to the next line). */
+function opensQuote(line: string): boolean {
+  let open = false;
+  for (let i = line.indexOf('"'); i >= 0; i = line.indexOf('"', i + 1)) {
+    let backslashes = 0;
+    for (let k = i - 1; k >= 0 && line[k] === '\\'; k--) backslashes++;
+    if (!open || backslashes % 2 === 0) open = !open;
+  }
+  return open;
+}
+
+/**
+ * `text` with the lines `keep` refuses blanked (so line numbers stay), table headers and COMMIT
+ * always kept; undefined when a quoted argument spans lines, where lines cannot be judged alone.
+ */
+function keepLines(text: string, keep: (line: string) => boolean): string | undefined {
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    if (line.includes('"') && opensQuote(line)) return undefined;
+    if (line.startsWith('*') || line === 'COMMIT' || keep(line)) continue;
+    lines[i] = '';
+  }
+  return lines.join('\n');
+}
+
 /**
  * Parses iptables-save (or ip6tables-save) output into tables of chains and rules, in the order
  * printed. Counters are dropped. Throws `SaveParseError` naming the line for text that is not
  * iptables-save output.
+ *
+ * `keep`, when given, is asked about every line but table headers and COMMIT (chain declarations
+ * included), and only the lines it keeps are parsed: the way to read a few rules out of a large
+ * ruleset cheaply. Text with a quoted argument spanning lines is parsed whole.
  */
-export function parseIptablesSave(text: string): SavedTable[] {
+export function parseIptablesSave(text: string, keep?: (line: string) => boolean): SavedTable[] {
   const tables: SavedTable[] = [];
   let current: { name: Table; chains: Chain[]; rules: Rule[] } | undefined;
-  for (const statement of statementsOf(text)) {
+  const kept = keep === undefined ? text : (keepLines(text, keep) ?? text);
+  for (const statement of statementsOf(kept)) {
     const words = values(statement.tokens);
     const head = words[0] as string;
     const at = `line ${statement.line}`;
