@@ -157,6 +157,12 @@ describe('the configurator on the real plugins', () => {
     } finally {
       await server.stop();
     }
+    // Someone flushes portmap's jumps: CHECK says what is missing.
+    await node.exec(['iptables', '-t', 'nat', '-F', 'CNI-HOSTPORT-DNAT']);
+    const dnat = allocChains('nomad', status.allocId).dnat;
+    await expect(c.check(attachment)).rejects.toThrow(
+      `CHECK of "${status.allocId}" in network "nomad" failed: nothing in CNI-HOSTPORT-DNAT jumps to ${dnat} (ipv4)`,
+    );
     expect(status.address).toMatch(/^172\.26\.6[4-9]\.\d+$/);
     await c.teardown(status.allocId, attachment);
   });

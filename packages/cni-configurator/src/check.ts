@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import type { Family, Rule, SavedTable } from '@allocnet/iptables-node';
+import type { Family, Rule } from '@allocnet/iptables-node';
 import { allocChains } from './sweep.js';
 import type { AllocAttachment } from './types.js';
 
@@ -7,16 +7,19 @@ function option(rule: Rule, name: string): string | undefined {
   return rule.matches.flatMap((m) => m.options).find((o) => o.option === name)?.values[0];
 }
 
+/** The rules of one nat chain, or undefined when the chain does not exist. */
+export type ReadNatChain = (family: Family, chain: string) => Promise<readonly Rule[] | undefined>;
+
 /**
  * Checks portmap's rules for an allocation against iptables (portmap's own CHECK is broken in
  * 1.1.1): per address family the allocation has, the `CNI-DN-<h>` chain, a jump to it from
- * CNI-HOSTPORT-DNAT, and a DNAT rule per mapping to the allocation's address. Returns what is
- * wrong, or undefined.
+ * CNI-HOSTPORT-DNAT, and a DNAT rule per mapping to the allocation's address. Reads only those two
+ * chains (`iptables -S <chain>`), not the whole table. Returns what is wrong, or undefined.
  */
-export function checkPortMappings(
+export async function checkPortMappings(
   attachment: AllocAttachment,
-  tables: ReadonlyMap<Family, readonly SavedTable[]>,
-): string | undefined {
+  readChain: ReadNatChain,
+): Promise<string | undefined> {
   const { dnat } = allocChains(attachment.network.name, attachment.allocId);
   for (const family of ['ipv4', 'ipv6'] as const) {
     const address = attachment.addresses.find(
@@ -29,17 +32,18 @@ export function checkPortMappings(
         (ipaddr.parse(m.hostIP).kind() === 'ipv6') === (family === 'ipv6'),
     );
     if (mappings.length === 0) continue;
-    const nat = tables.get(family)?.find((t) => t.name === 'nat');
-    if (nat === undefined || !nat.chains.some((c) => c.name === dnat))
-      return `portmap's chain ${dnat} is missing (${family})`;
-    if (!nat.rules.some((r) => r.chain === 'CNI-HOSTPORT-DNAT' && r.target?.name === dnat))
+    const [rules, jumps] = await Promise.all([
+      readChain(family, dnat),
+      readChain(family, 'CNI-HOSTPORT-DNAT'),
+    ]);
+    if (rules === undefined) return `portmap's chain ${dnat} is missing (${family})`;
+    if (!(jumps ?? []).some((r) => r.target?.name === dnat))
       return `nothing in CNI-HOSTPORT-DNAT jumps to ${dnat} (${family})`;
     for (const m of mappings) {
       const to =
         family === 'ipv4' ? `${address}:${m.containerPort}` : `[${address}]:${m.containerPort}`;
-      const found = nat.rules.some(
+      const found = rules.some(
         (r) =>
-          r.chain === dnat &&
           r.target?.name === 'DNAT' &&
           r.target.options.find((o) => o.option === '--to-destination')?.values[0] === to &&
           option(r, '--dport') === String(m.hostPort) &&

@@ -87,14 +87,36 @@ export interface ScanOptions extends CallOptions {
   /** Only these reservation files are read (a teardown knows its addresses). */
   readonly addressesIn?: readonly { readonly facts: NetworkFacts; readonly address: string }[];
   readonly withCache: boolean;
+  /** Parse only the iptables-save lines this keeps (see `linesAbout`); default all. */
+  readonly lines?: (line: string) => boolean;
+}
+
+/**
+ * A line filter for one allocation's state: its id (every tag), its chains in the given networks,
+ * and its addresses (the firewall's untagged rules). Only for allocations whose addresses are all
+ * known: a rule about an address not listed here would be missed.
+ */
+export function linesAbout(
+  allocId: string,
+  networks: readonly string[],
+  addresses: readonly string[],
+): (line: string) => boolean {
+  const needles = [allocId];
+  for (const net of networks) {
+    const c = allocChains(net, allocId);
+    needles.push(c.masq, c.dnat);
+  }
+  for (const a of addresses) needles.push(`${a}/32`, `${a}/128`);
+  return (line) => needles.some((n) => line.includes(n));
 }
 
 /** Reads iptables (both families at once), the reservations asked for and the CNI cache. */
 export async function scanHost(deps: SweepDeps, options: ScanOptions): Promise<Scan> {
   const call = options.signal === undefined ? {} : { signal: options.signal };
+  const save = { ...call, ...(options.lines === undefined ? {} : { lines: options.lines }) };
   const [v4, v6, full, some, cache] = await Promise.all([
-    deps.iptables.ipv4.save(call),
-    deps.iptables.ipv6.save(call),
+    deps.iptables.ipv4.save(save),
+    deps.iptables.ipv6.save(save),
     Promise.all(
       options.fullIpam.flatMap((f) =>
         f.ipamDir === undefined ? [] : [listReservations(f.name, f.ipamDir)],
