@@ -260,6 +260,37 @@ describe('teardown', () => {
     expect(report.delError).toBe('unknown FS magic on "/run/netns/a1": ef53');
   });
 
+  it('DELs from the CNI cache when the attachment is not known (a crash before it was kept)', async () => {
+    await make();
+    await runtime.cache.writeResult({
+      networkName: 'nomad',
+      containerId: ID,
+      ifName: 'eth0',
+      netns: '/run/netns/a1',
+      cniArgs: [['NOMAD_ALLOC_ID', ID]],
+      capabilityArgs: { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }] },
+      config: '{"cniVersion":"1.0.0","name":"nomad","plugins":[{"type":"loopback"}]}',
+      result: addResult().json,
+    });
+    const report = await configurator.teardown(ID, undefined);
+    expect(runtime.calls).toEqual([
+      {
+        verb: 'DEL',
+        network: 'nomad',
+        attachment: {
+          containerId: ID,
+          netns: '/run/netns/a1',
+          ifName: 'eth0',
+          args: [['NOMAD_ALLOC_ID', ID]],
+          capabilityArgs: {
+            portMappings: [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }],
+          },
+        },
+      },
+    ]);
+    expect(report).toMatchObject({ delRan: true, delError: undefined });
+  });
+
   it('sweeps without a DEL when the attachment is not known', async () => {
     await make();
     const report = await configurator.teardown(ID, undefined);

@@ -1,6 +1,6 @@
 import pRetry, { AbortError } from 'p-retry';
 import { isCniError, parseNetworkConfigText, silentLogger } from '@allocnet/cni';
-import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
+import type { Attachment, CacheEntry, CniResult, NetworkConfig } from '@allocnet/cni';
 import { isIptablesError } from '@allocnet/iptables-node';
 import type { Family, Rule } from '@allocnet/iptables-node';
 import { NO_ADDRESS, dnsOf, pickAddress, resultAddresses } from './address.js';
@@ -58,6 +58,20 @@ const FINAL_CNI_CODES = new Set([
   'unsupported-field',
   'spawn',
   'aborted',
+]);
+
+/** CNI error codes that say a CHECK could not run, rather than that it found the network broken. */
+const CHECK_COULD_NOT_RUN = new Set([
+  'spawn',
+  'timeout',
+  'aborted',
+  'plugin-not-found',
+  'invalid-config',
+  'no-common-version',
+  'incompatible-version',
+  'check-not-supported',
+  'cache',
+  'not-added',
 ]);
 
 function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -384,6 +398,31 @@ export async function createCniConfigurator(
     }
   }
 
+  /** What the CNI runtime cached for an allocation: results and ADD markers, in any network. */
+  async function cachedAttachments(allocId: string): Promise<CacheEntry[]> {
+    const snapshot = await catalog.current();
+    const names = managedFacts(snapshot).map((f) => f.name);
+    const results = await Promise.all(
+      names.map(async (name) => {
+        try {
+          return await runtime.cache.readResult(name, allocId, ifName);
+        } catch (error) {
+          // An entry that cannot be read cannot drive a DEL; the audit removes the file.
+          logger.warn('CNI cache entry cannot be read', {
+            allocId,
+            network: name,
+            error: messageOf(error),
+          });
+          return undefined;
+        }
+      }),
+    );
+    const pending = (await runtime.pendingAdds()).filter(
+      (e) => e.containerId === allocId && !results.some((r) => r?.networkName === e.networkName),
+    );
+    return [...results.filter((r): r is CacheEntry => r !== undefined), ...pending];
+  }
+
   async function teardownSweep(
     allocId: string,
     attachment: AllocAttachment | undefined,
@@ -597,10 +636,18 @@ export async function createCniConfigurator(
       try {
         ({ ran } = await runtime.check(withoutPortmap, cniAttachment(attachment), call));
       } catch (error) {
+        // A plugin that did not start, timed out, or cannot run this config did not find the
+        // network broken: that is `unavailable` (or `aborted`), not `check-failed`.
+        const couldNotRun =
+          !isCniError(error) ||
+          CHECK_COULD_NOT_RUN.has(error.code) ||
+          call.signal?.aborted === true;
+        const aborted =
+          call.signal?.aborted === true || (isCniError(error) && error.code === 'aborted');
         throw new ConfiguratorError(
-          `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)} failed: ${messageOf(error)}`,
+          `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)} ${couldNotRun ? 'could not run' : 'failed'}: ${messageOf(error)}`,
           {
-            code: 'check-failed',
+            code: aborted ? 'aborted' : couldNotRun ? 'unavailable' : 'check-failed',
             allocId: attachment.allocId,
             network: network.name,
             cause: error,
@@ -624,7 +671,25 @@ export async function createCniConfigurator(
       const allocId = checkAllocId(allocIdInput);
       const call = callOf(opts);
       let delError: string | undefined;
-      if (attachment !== undefined) {
+      let delRan = attachment !== undefined;
+      if (attachment === undefined) {
+        // No attachment (a crash between ADD and the record, or an unknown allocation): DEL
+        // from what the CNI runtime cached for it, if anything, so the container side goes too.
+        const cached = await cachedAttachments(allocId);
+        for (const entry of cached) {
+          delRan = true;
+          try {
+            await runtime.undoPendingAdd(entry, call);
+          } catch (error) {
+            delError ??= messageOf(error);
+            logger.warn('DEL from the CNI cache failed; the audit removes what it left', {
+              allocId,
+              network: entry.networkName,
+              error: messageOf(error),
+            });
+          }
+        }
+      } else {
         if (attachment.allocId !== allocId)
           throw invalidField(
             'attachment.allocId',
@@ -652,7 +717,7 @@ export async function createCniConfigurator(
           delError,
           ...counts(removed),
         });
-      return { allocId, delRan: attachment !== undefined, delError, removed };
+      return { allocId, delRan, delError, removed };
     },
 
     async forceCleanup(allocIdInput, opts) {

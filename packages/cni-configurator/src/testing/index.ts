@@ -98,8 +98,23 @@ export function createFakeRuntime(cacheDir: string): FakeRuntime {
     status: none,
     gc: none,
     versions: (): Promise<NetworkVersions> => none(),
-    pendingAdds: () => Promise.resolve([]),
-    undoPendingAdd: none,
+    pendingAdds: async function () {
+      return this.cache.listAdding();
+    },
+    async undoPendingAdd(entry) {
+      const attachment: Attachment = {
+        containerId: entry.containerId,
+        netns: entry.netns ?? '',
+        ifName: entry.ifName,
+        args: entry.cniArgs,
+        capabilityArgs: entry.capabilityArgs,
+      };
+      calls.push({ verb: 'DEL', network: entry.networkName, attachment });
+      const next = dels.shift();
+      if (next !== undefined) throw next;
+      await this.cache.removeResult(entry.networkName, entry.containerId, entry.ifName);
+      await this.cache.clearAdding(entry.networkName, entry.containerId, entry.ifName);
+    },
   };
 }
 
