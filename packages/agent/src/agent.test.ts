@@ -1,0 +1,285 @@
+// startAgent in this process, on the recording configurator and netns fakes, with its unix
+// socket in a temp dir (no TCP, no metrics listener: unit tests open no network port).
+import { chmod, lstat, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import {
+  createDeferred,
+  createRecordingConfigurator,
+  createRecordingNetns,
+} from '@allocnet/alloc-runner/testing';
+import type { RecordingConfigurator } from '@allocnet/alloc-runner/testing';
+import type { CniRuntime } from '@allocnet/cni';
+import { tempDir } from '@allocnet/cni/testing';
+import {
+  createAllocNetworkClient,
+  createOperatorClient,
+  isServiceError,
+  unary,
+} from '@allocnet/proto';
+import { agentVersion, startAgent } from './agent.js';
+import type { RunningAgent } from './agent.js';
+import { checkAgentConfig } from './config.js';
+import type { AgentConfig } from './config.js';
+import { isAgentError } from './errors.js';
+import type { AgentLogger } from './logging.js';
+
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let configurator: RecordingConfigurator;
+let agents: RunningAgent[];
+let lines: { level: string; message: string; meta: Record<string, unknown> }[];
+let logger: AgentLogger & { level: string };
+
+const runtime = {
+  pluginDirs: [],
+  versions: () => Promise.reject(new Error('not asked in these tests')),
+} as unknown as CniRuntime;
+
+beforeEach(async () => {
+  tmp = await tempDir('allocnet-agent-start-');
+  configurator = createRecordingConfigurator();
+  agents = [];
+  lines = [];
+  const record = (level: string) => (message: string, meta?: Record<string, unknown>) => {
+    lines.push({ level, message, meta: meta ?? {} });
+  };
+  logger = {
+    error: record('error'),
+    warn: record('warn'),
+    info: record('info'),
+    debug: record('debug'),
+    level: 'info',
+  };
+});
+
+afterEach(async () => {
+  await Promise.all(agents.map((a) => a.stop('test over', { force: true })));
+  await tmp.remove();
+});
+
+function config(extra: Partial<AgentConfig> = {}): AgentConfig {
+  return checkAgentConfig({
+    dataDir: join(tmp.path, 'data'),
+    socket: join(tmp.path, 'run', 'agent.sock'),
+    metrics: { address: 'off' },
+    readyFile: join(tmp.path, 'run', 'ready.json'),
+    defaultNetwork: { ipamDataDir: join(tmp.path, 'ipam') },
+    reconcile: { mode: 'report', intervalMs: 0 },
+    ...extra,
+  });
+}
+
+async function start(c: AgentConfig = config(), options: Parameters<typeof startAgent>[1] = {}) {
+  const agent = await startAgent(c, {
+    logger,
+    configurator,
+    runtime,
+    netns: createRecordingNetns(),
+    processMetrics: false,
+    ...options,
+  });
+  agents.push(agent);
+  return agent;
+}
+
+function health(socket: string, name = ''): Promise<string> {
+  const Client = grpc.makeGenericClientConstructor(healthService, 'Health');
+  const client = new Client(`unix://${socket}`, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    (
+      client as unknown as {
+        check(req: unknown, cb: (e: grpc.ServiceError | null, r: { status: string }) => void): void;
+      }
+    ).check({ service: name }, (error, response) => {
+      client.close();
+      if (error === null) resolve(response.status);
+      else reject(error);
+    });
+  });
+}
+
+async function startFailure(fn: () => Promise<unknown>): Promise<[string, string]> {
+  try {
+    await fn();
+  } catch (error) {
+    if (isAgentError(error)) return [error.code, error.message];
+    throw error;
+  }
+  throw new Error('the agent started');
+}
+
+describe('startAgent', () => {
+  it('serves on a 0600 socket, answers health, writes the ready file, and removes both when it stops', async () => {
+    const c = config();
+    const agent = await start(c);
+    expect((await lstat(c.socket)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(tmp.path, 'run'))).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(await readFile(c.readyFile ?? '', 'utf8'))).toEqual({
+      pid: process.pid,
+      version: agentVersion(),
+      socket: c.socket,
+      tcp: null,
+      metrics: null,
+      startedAtUnixMs: agent.startedAtMs,
+    });
+    expect(await health(c.socket)).toBe('SERVING');
+    expect(await health(c.socket, 'allocnet.v1.OperatorService')).toBe('SERVING');
+    expect(lines.find((l) => l.message === 'agent ready')?.meta).toMatchObject({
+      socket: c.socket,
+      tls: false,
+      netnsPrefix: 'alloc-',
+      reconcile: 'report',
+    });
+
+    await agent.stop('SIGTERM');
+    await agent.closed;
+    await expect(lstat(c.socket)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lstat(c.readyFile ?? '')).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(configurator.callsOf('close')).toHaveLength(1);
+    expect(lines.map((l) => l.message)).toContain('agent stopped');
+  });
+
+  it('refuses to start on a socket another agent serves, before opening its state', async () => {
+    await start();
+    const second = config({ dataDir: join(tmp.path, 'data2') });
+    expect(await startFailure(() => start(second))).toEqual([
+      'socket-in-use',
+      `another agent is listening on "${second.socket}"; stop it first, or give this agent another socket and data dir`,
+    ]);
+    await expect(stat(second.dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('drains a call in flight on stop, refusing new ones, then closes', async () => {
+    const c = config();
+    const agent = await start(c);
+    const hold = createDeferred();
+    configurator.before = (call) => (call.method === 'setup' ? hold.promise : undefined);
+    const client = createAllocNetworkClient(
+      `unix://${c.socket}`,
+      grpc.credentials.createInsecure(),
+    );
+    const setup = unary(client, 'SetupAllocNetwork', {
+      allocId: 'a1',
+      namespace: 'default',
+      jobId: 'web',
+      groupName: 'api',
+    });
+    await new Promise<void>((resolve) => {
+      const check = () => {
+        if (configurator.callsOf('setup').length > 0) resolve();
+        else setImmediate(check);
+      };
+      check();
+    });
+    const stopped = agent.stop('SIGTERM');
+    let closed = false;
+    void agent.closed.then(() => (closed = true));
+    // A new connection finds nobody listening.
+    const late = createAllocNetworkClient(`unix://${c.socket}`, grpc.credentials.createInsecure());
+    await expect(unary(late, 'ListAllocNetworks', {}, { deadlineMs: 2000 })).rejects.toMatchObject({
+      code: grpc.status.UNAVAILABLE,
+    });
+    late.close();
+    expect(closed).toBe(false);
+    hold.resolve();
+    expect((await setup).status?.phase).toBe('PHASE_READY');
+    await stopped;
+    expect(closed).toBe(true);
+    client.close();
+    expect(lines.find((l) => l.message === 'agent stopping')?.meta).toEqual({
+      reason: 'SIGTERM',
+      inFlight: 1,
+      force: false,
+    });
+  });
+
+  it('reloads: the CNI configs, the log level live, and says what needs a restart', async () => {
+    const c = config();
+    const agent = await start(c, {
+      reloadConfig: () =>
+        Promise.resolve({ ...c, log: { level: 'debug', format: 'json' }, concurrency: 3 }),
+    });
+    const report = await agent.reload();
+    expect(report.applied).toEqual(['log.level']);
+    expect(report.needRestart).toEqual(['concurrency']);
+    expect(logger.level).toBe('debug');
+    expect(configurator.callsOf('reload')).toHaveLength(1);
+    expect(
+      lines.find((l) => l.message === 'these settings changed and take effect only after a restart')
+        ?.meta,
+    ).toEqual({
+      keys: ['concurrency'],
+    });
+  });
+
+  it('answers ReloadConfig like SIGHUP', async () => {
+    const c = config();
+    await start(c);
+    const client = createOperatorClient(`unix://${c.socket}`, grpc.credentials.createInsecure());
+    await unary(client, 'ReloadConfig', {});
+    client.close();
+    expect(configurator.callsOf('reload')).toHaveLength(1);
+    expect(lines.map((l) => l.message)).toContain('reloaded');
+  });
+
+  it('refuses an operator token file others may read, before opening anything', async () => {
+    const token = join(tmp.path, 'token');
+    await writeFile(token, 'x'.repeat(32));
+    await chmod(token, 0o644);
+    const c = config({ tcp: { address: '127.0.0.1:0', operatorTokenFile: token } });
+    expect(await startFailure(() => start(c))).toEqual([
+      'invalid-config',
+      `config: tcp.operatorTokenFile "${token}" may be read by other users (mode 0644); chmod 600 it`,
+    ]);
+    await chmod(token, 0o600);
+    await writeFile(token, 'short\n');
+    expect(await startFailure(() => start(c))).toEqual([
+      'invalid-config',
+      `config: tcp.operatorTokenFile "${token}" holds a token of 5 characters; use at least 16 random characters`,
+    ]);
+    await expect(stat(c.dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('stops starting when its signal aborts, closing what it opened', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const c = config();
+    expect(await startFailure(() => start(c, { signal: controller.signal }))).toEqual([
+      'aborted',
+      'the agent was stopped while it was starting',
+    ]);
+    await expect(lstat(c.socket)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(configurator.callsOf('close')).toHaveLength(1);
+  });
+
+  it('refuses a configuration that would be refused in a file', async () => {
+    expect(
+      await startFailure(() =>
+        startAgent(
+          { ...config(), tcp: { address: '10.0.0.1:4647' } },
+          { logger, configurator, runtime },
+        ),
+      ),
+    ).toEqual([
+      'invalid-config',
+      'config: tcp.tls is missing: a TCP listener on 10.0.0.1:4647, which is not a loopback address, needs TLS with client certificates (startAgent)',
+    ]);
+  });
+
+  it('answers UNAVAILABLE once stopping, to calls on connections still open', async () => {
+    const c = config();
+    const agent = await start(c);
+    const client = createAllocNetworkClient(
+      `unix://${c.socket}`,
+      grpc.credentials.createInsecure(),
+    );
+    await unary(client, 'ListAllocNetworks', {});
+    await agent.stop('test');
+    const error: unknown = await unary(client, 'ListAllocNetworks', {}, { deadlineMs: 2000 }).catch(
+      (e: unknown) => e,
+    );
+    expect(isServiceError(error) && error.code).toBe(grpc.status.UNAVAILABLE);
+    client.close();
+  });
+});

@@ -1,0 +1,92 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tempDir } from '@allocnet/cni/testing';
+import { agentCommand, normalizeAgentArgs, runAgentCli } from './command.js';
+
+function io(env: Record<string, string> = {}) {
+  const out = { stdout: '', stderr: '' };
+  return {
+    out,
+    io: {
+      stdout: { write: (s: string) => (out.stdout += s) },
+      stderr: { write: (s: string) => (out.stderr += s), isTTY: false },
+      env,
+    },
+  };
+}
+
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+
+beforeEach(async () => {
+  tmp = await tempDir('allocnet-agent-command-');
+});
+
+afterEach(async () => {
+  await tmp.remove();
+});
+
+describe('allocnet agent', () => {
+  it('prints the effective configuration: flags over environment over the file', async () => {
+    const file = join(tmp.path, 'agent.yaml');
+    await writeFile(file, 'dataDir: /file\nsocket: /file.sock\nconcurrency: 4\n');
+    const { io: world, out } = io({ ALLOCNET_CONFIG: file, ALLOCNET_SOCKET: '/env.sock' });
+    const status = await runAgentCli(
+      ['--print-config', '--data-dir', '/flag', '--plugin-dir', '/p1', '--plugin-dir', '/p2'],
+      world,
+    );
+    expect([status, out.stderr]).toEqual([0, '']);
+    const printed = JSON.parse(out.stdout) as Record<string, unknown>;
+    expect(printed).toMatchObject({
+      dataDir: '/flag',
+      socket: '/env.sock',
+      concurrency: 4,
+      cni: { pluginDirs: ['/p1', '/p2'], cacheDir: '/flag/cni' },
+    });
+  });
+
+  it('prefers --config over ALLOCNET_CONFIG', async () => {
+    const a = join(tmp.path, 'a.json');
+    await writeFile(a, JSON.stringify({ region: 'from-flag' }));
+    const { io: world, out } = io({ ALLOCNET_CONFIG: join(tmp.path, 'missing.yaml') });
+    expect(await runAgentCli(['--config', a, '--print-config'], world)).toBe(0);
+    expect((JSON.parse(out.stdout) as { region: string }).region).toBe('from-flag');
+  });
+
+  it('exits 1 with the message for a configuration it refuses', async () => {
+    const { io: world, out } = io({ ALLOCNET_CONCURRENCY: 'lots' });
+    expect(await runAgentCli(['--print-config'], world)).toBe(1);
+    expect(out.stderr).toBe(
+      'allocnet agent: config: concurrency should be a whole number from 1 to 1024, got "lots" (env ALLOCNET_CONCURRENCY)\n',
+    );
+  });
+
+  it('exits 2 for a usage error and 0 for --help', async () => {
+    const bad = io();
+    expect(await runAgentCli(['--no-such-flag'], bad.io)).toBe(2);
+    expect(bad.out.stderr).toContain("error: unknown option '--no-such-flag'");
+    const help = io();
+    expect(await runAgentCli(['--help'], help.io)).toBe(0);
+    for (const flag of [
+      '--config',
+      '--data-dir',
+      '--socket',
+      '--conf-dir',
+      '--plugin-dir',
+      '--dev',
+    ])
+      expect(help.out.stdout).toContain(flag);
+  });
+
+  it('is a command named agent for the CLI to mount', () => {
+    expect(agentCommand(io().io).name()).toBe('agent');
+  });
+
+  it('reads -dev as --dev', () => {
+    expect(normalizeAgentArgs(['-dev', '--socket', '/s', 'x-dev'])).toEqual([
+      '--dev',
+      '--socket',
+      '/s',
+      'x-dev',
+    ]);
+  });
+});

@@ -1,0 +1,202 @@
+// `allocnet agent`: the command that runs the daemon (the CLI mounts it; `allocnet-agent` runs it
+// alone). Configuration precedence: flags over ALLOCNET_* environment over the config file.
+import { Command, CommanderError, Option } from 'commander';
+import { startAgent } from './agent.js';
+import type { RunningAgent } from './agent.js';
+import { CONFIG_ENV, ENV_SETTINGS, loadAgentConfig } from './config.js';
+import type { AgentConfig, AgentFlags } from './config.js';
+import { runDevAgent } from './dev.js';
+import { isAgentError, messageOf } from './errors.js';
+import { createAgentLogger } from './logging.js';
+
+/** The signals the agent reacts to. */
+export type AgentSignal = 'SIGTERM' | 'SIGINT' | 'SIGHUP';
+
+/** Where signals come from: `process`, or a test's emitter. */
+export interface SignalSource {
+  on(signal: AgentSignal, listener: () => void): unknown;
+  removeListener(signal: AgentSignal, listener: () => void): unknown;
+}
+
+/** The command's world: output, environment, signals (the CLI's io plus `signals` and `isTTY`). */
+export interface AgentIo {
+  readonly stdout: { write(text: string): unknown };
+  /** Logs go here. */
+  readonly stderr: { write(text: string): unknown; readonly isTTY?: boolean };
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Default `process`. */
+  readonly signals?: SignalSource;
+}
+
+/** The flags of `allocnet agent`, by commander's option names, as the config loader's flags. */
+function flagsOf(options: Record<string, unknown>): AgentFlags {
+  const flags: Record<string, string | readonly string[]> = {};
+  for (const s of ENV_SETTINGS) {
+    if (s.flag === undefined) continue;
+    const key = s.flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+    const value = options[key];
+    if (typeof value === 'string' || Array.isArray(value))
+      flags[s.flag] = value as string | readonly string[];
+  }
+  return flags;
+}
+
+function collect(value: string, previous: readonly string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/**
+ * `-dev` (Nomad's spelling) as `--dev`: commander has no single-dash long options. The CLI's
+ * entry calls this on its argv before parsing.
+ */
+export function normalizeAgentArgs(argv: readonly string[]): string[] {
+  return argv.map((a) => (a === '-dev' ? '--dev' : a));
+}
+
+/** Runs the agent until a signal stops it; resolves when it has stopped. */
+async function runAgent(
+  io: AgentIo,
+  load: () => Promise<AgentConfig>,
+  config: AgentConfig,
+): Promise<void> {
+  const signals = io.signals ?? process;
+  const logger = createAgentLogger({ ...config.log, stream: io.stderr });
+  const starting = new AbortController();
+  let agent: RunningAgent | undefined;
+  let stops = 0;
+  const onStop = (name: AgentSignal) => () => {
+    stops++;
+    if (agent === undefined) {
+      logger.info('signal while starting; stopping', { signal: name });
+      starting.abort();
+      return;
+    }
+    // A second SIGTERM/SIGINT does not wait for in-flight calls any more.
+    void agent.stop(name, { force: stops > 1 });
+  };
+  const onTerm = onStop('SIGTERM');
+  const onInt = onStop('SIGINT');
+  const onHup = () => {
+    if (agent === undefined) return;
+    agent.reload().catch((error: unknown) => {
+      logger.error('reload failed', { error: messageOf(error) });
+    });
+  };
+  signals.on('SIGTERM', onTerm);
+  signals.on('SIGINT', onInt);
+  signals.on('SIGHUP', onHup);
+  try {
+    agent = await startAgent(config, { logger, signal: starting.signal, reloadConfig: load });
+    await agent.closed;
+  } finally {
+    signals.removeListener('SIGTERM', onTerm);
+    signals.removeListener('SIGINT', onInt);
+    signals.removeListener('SIGHUP', onHup);
+  }
+}
+
+/**
+ * The `agent` command: `allocnet agent [--config F] [--data-dir D] [--socket PATH] [--conf-dir D]
+ * [--plugin-dir D]… [--dev] …`. Its action resolves when the agent has stopped (after SIGTERM or
+ * SIGINT: exit status 0) and rejects with an `AgentError` when it cannot start (status 1).
+ */
+export function agentCommand(io: AgentIo): Command {
+  const command = new Command('agent')
+    .description(
+      'run the allocnet node agent: allocation networks over gRPC on a unix socket (and TCP with TLS)',
+    )
+    .addOption(new Option('--config <file>', `config file, JSON or YAML (env ${CONFIG_ENV})`))
+    .addOption(new Option('--data-dir <dir>', 'state directory (default /var/lib/allocnet)'))
+    .addOption(new Option('--socket <path>', 'unix socket (default /run/allocnet/agent.sock)'))
+    .addOption(new Option('--conf-dir <dir>', 'CNI network configs (default /etc/cni/net.d)'))
+    .addOption(
+      new Option(
+        '--plugin-dir <dir>',
+        'CNI plugin directory; repeat for several (default /opt/cni/bin:/usr/libexec/cni:/usr/lib/cni)',
+      ).argParser(collect),
+    )
+    .addOption(new Option('--cache-dir <dir>', 'CNI result cache (default <data-dir>/cni)'))
+    .addOption(
+      new Option(
+        '--ipam-data-dir <dir>',
+        "the default network's host-local dir (default /var/run/cni)",
+      ),
+    )
+    .addOption(
+      new Option('--netns-prefix <prefix>', 'allocation namespace name prefix (default alloc-)'),
+    )
+    .addOption(
+      new Option('--tcp-address <ip:port>', 'also listen on TCP (TLS required off loopback)'),
+    )
+    .addOption(
+      new Option(
+        '--metrics-address <ip:port|off>',
+        'Prometheus /metrics on loopback (default 127.0.0.1:9464)',
+      ),
+    )
+    .addOption(new Option('--log-level <level>', 'error, warn, info or debug (default info)'))
+    .addOption(new Option('--log-format <format>', 'json or text (default: text on a terminal)'))
+    .addOption(
+      new Option('--ready-file <file>', 'write {pid, socket, tcp, metrics} here once serving'),
+    )
+    .addOption(new Option('--print-config', 'print the effective configuration as JSON and exit'))
+    .addOption(
+      new Option(
+        '--dev',
+        'run in a throwaway sandbox namespace and temp dir, removed at exit (also -dev); needs root',
+      ),
+    )
+    .action(async (options: Record<string, unknown>) => {
+      const flags = flagsOf(options);
+      const file =
+        typeof options.config === 'string'
+          ? options.config
+          : io.env[CONFIG_ENV] === undefined || io.env[CONFIG_ENV] === ''
+            ? undefined
+            : io.env[CONFIG_ENV];
+      if (options.dev === true) {
+        const status = await runDevAgent({
+          io,
+          flags,
+          ...(file === undefined ? {} : { configFile: file }),
+        });
+        if (status !== 0) throw new CommanderError(status, 'allocnet.agent.dev', '');
+        return;
+      }
+      const load = () =>
+        loadAgentConfig({ file, env: io.env, flags, stderrIsTTY: io.stderr.isTTY === true });
+      const config = await load();
+      if (options.printConfig === true) {
+        io.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
+        return;
+      }
+      await runAgent(io, load, config);
+    });
+  return command;
+}
+
+/**
+ * `allocnet-agent <args>`: the agent command on its own. Resolves the exit status: 0 after a
+ * stop by signal, 1 when the agent could not start (the message on stderr), 2 for a usage error.
+ */
+export async function runAgentCli(argv: readonly string[], io: AgentIo): Promise<number> {
+  const command = agentCommand(io)
+    .name('allocnet-agent')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    });
+  try {
+    await command.parseAsync(normalizeAgentArgs(argv), { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError)
+      return error.exitCode === 0 ? 0 : error.code === 'allocnet.agent.dev' ? error.exitCode : 2;
+    if (isAgentError(error)) {
+      io.stderr.write(`allocnet agent: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}

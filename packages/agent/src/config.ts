@@ -1,0 +1,562 @@
+// The agent's configuration: a file (JSON or YAML), then ALLOCNET_* environment variables, then
+// command-line flags, each layer decoded with io-ts on its own (so an error names the key and
+// where the value came from), merged key by key, then checked as a whole and given defaults.
+import { readFile } from 'node:fs/promises';
+import { BlockList, isIP } from 'node:net';
+import { extname, posix } from 'node:path';
+import type * as t from 'io-ts';
+import { parse as parseYaml } from 'yaml';
+import { DEFAULT_PLUGIN_DIRS, decode } from '@allocnet/cni';
+import { defaultNetworkSettings, isConfiguratorError } from '@allocnet/cni-configurator';
+import {
+  AbsolutePath,
+  Bool,
+  Text,
+  failWith,
+  list,
+  oneOf,
+  problem,
+  section,
+  whole,
+} from './codec.js';
+import { AgentError, messageOf, show } from './errors.js';
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+export type LogFormat = 'json' | 'text';
+export type ReconcileMode = 'reap' | 'report';
+
+/** TLS for the TCP listener: the agent's certificate and key, and the CA of client certificates. */
+export interface TlsConfig {
+  readonly cert: string;
+  readonly key: string;
+  readonly clientCa: string;
+}
+
+export interface TcpConfig {
+  /** `ip:port` or `[ipv6]:port`; port 0 picks a free port (reported in the log and ready file). */
+  readonly address: string;
+  /** Required unless the address is a loopback address. */
+  readonly tls?: TlsConfig;
+  /** A file holding a bearer token that grants the operator role over TCP. */
+  readonly operatorTokenFile?: string;
+}
+
+export interface CniSettings {
+  /** Searched in order for plugin binaries; also the plugins' CNI_PATH. */
+  readonly pluginDirs: readonly string[];
+  /** Named networks (`.conf`, `.conflist`, `.json`). */
+  readonly confDir: string;
+  /** The CNI result cache (libcni's layout). Default `<dataDir>/cni`. */
+  readonly cacheDir: string;
+  /** Per plugin process. */
+  readonly timeoutMs: number;
+}
+
+/** The embedded default bridge network (the configurator's `DefaultNetworkOptions`). */
+export interface DefaultNetworkConfig {
+  readonly name?: string;
+  readonly bridge?: string;
+  readonly subnet?: string;
+  readonly ipv6Subnet?: string;
+  readonly hairpinMode?: boolean;
+  readonly mtu?: number;
+  /** host-local's data directory. Default `/var/run/cni`. */
+  readonly ipamDataDir: string;
+  readonly adminChain?: string;
+}
+
+/** The agent's whole configuration, every default filled in. Keys as in the config file. */
+export interface AgentConfig {
+  readonly dataDir: string;
+  readonly socket: string;
+  readonly tcp?: TcpConfig;
+  readonly cni: CniSettings;
+  readonly defaultNetwork: DefaultNetworkConfig;
+  /** Allocation namespaces are `<netnsPrefix><allocId>`; no other program may use the prefix. */
+  readonly netnsPrefix: string;
+  readonly ignoreHostIps: boolean;
+  /** NOMAD_REGION for requests that give none. */
+  readonly region: string;
+  /** Operations on different allocations at once. */
+  readonly concurrency: number;
+  readonly reconcile: { readonly mode: ReconcileMode; readonly intervalMs: number };
+  readonly log: { readonly level: LogLevel; readonly format: LogFormat };
+  /** `ip:port` on loopback, or `off`. */
+  readonly metrics: { readonly address: string };
+  /** How long SIGTERM waits for in-flight RPCs before cancelling them. */
+  readonly shutdownTimeoutMs: number;
+  /** Written (JSON: pid, socket, tcp and metrics addresses) once the agent serves; removed at exit. */
+  readonly readyFile?: string;
+}
+
+export const DEFAULTS = {
+  dataDir: '/var/lib/allocnet',
+  socket: '/run/allocnet/agent.sock',
+  confDir: '/etc/cni/net.d',
+  cniTimeoutMs: 60_000,
+  ipamDataDir: '/var/run/cni',
+  netnsPrefix: 'alloc-',
+  region: 'global',
+  concurrency: 8,
+  reconcileMode: 'report',
+  reconcileIntervalMs: 300_000,
+  logLevel: 'info',
+  metricsAddress: '127.0.0.1:9464',
+  shutdownTimeoutMs: 30_000,
+} as const;
+
+/** setTimeout's limit: a longer duration would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+/** sockaddr_un's sun_path holds 108 bytes, the terminating NUL included. */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+// ---- codecs ---------------------------------------------------------------------------------
+
+const hostPortPattern = /^(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+)):([0-9]{1,5})$/;
+
+/** `ip:port` or `[ipv6]:port`, port 0–65535, the address an IP literal. */
+export function parseHostPort(text: string): { host: string; port: number } | undefined {
+  const m = hostPortPattern.exec(text);
+  if (m === null) return undefined;
+  const host = m[1] ?? m[2] ?? '';
+  const port = Number(m[3]);
+  if (isIP(host) === 0 || port > 65535) return undefined;
+  if (m[1] !== undefined && isIP(host) !== 6) return undefined;
+  if (m[2] !== undefined && isIP(host) !== 4) return undefined;
+  return { host, port };
+}
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/** Whether an IP literal is a loopback address (127.0.0.0/8, ::1). */
+export function isLoopback(host: string): boolean {
+  const family = isIP(host);
+  if (family === 0) return false;
+  return loopback.check(host, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+const TcpAddress = failWith('TcpAddress', (u) => {
+  if (typeof u !== 'string') return problem(`should be an address as ip:port, got ${show(u)}`);
+  return parseHostPort(u) === undefined
+    ? problem(
+        `${show(u)} is not ip:port with an IP address (e.g. 10.0.0.5:4647, [::1]:4647; port 0 picks one)`,
+      )
+    : u;
+});
+
+const MetricsAddress = failWith('MetricsAddress', (u) => {
+  if (typeof u !== 'string')
+    return problem(`should be ip:port on loopback or "off", got ${show(u)}`);
+  if (u === 'off') return u;
+  const parsed = parseHostPort(u);
+  if (parsed === undefined)
+    return problem(`${show(u)} is not ip:port with an IP address, or "off" (e.g. 127.0.0.1:9464)`);
+  if (!isLoopback(parsed.host))
+    return problem(
+      `${show(u)} is not a loopback address; metrics are served on loopback only (127.0.0.0/8 or ::1), or "off"`,
+    );
+  return u;
+});
+
+const NetnsPrefix = failWith('NetnsPrefix', (u) => {
+  if (typeof u !== 'string') return problem(`should be a string, got ${show(u)}`);
+  return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(u)
+    ? u
+    : problem(
+        `${show(u)} should be 1 to 64 characters of [A-Za-z0-9_.-], starting with a letter or digit`,
+      );
+});
+
+const Region = failWith('Region', (u) => {
+  if (typeof u !== 'string') return problem(`should be a string, got ${show(u)}`);
+  return u !== '' && u.length <= 256 && !/[;=\0]/.test(u)
+    ? u
+    : problem(
+        `${show(u)} should be 1 to 256 characters without ";", "=" or NUL (it goes into CNI_ARGS)`,
+      );
+});
+
+const LayerCodec = section('config', {
+  dataDir: AbsolutePath,
+  socket: AbsolutePath,
+  tcp: section('tcp', {
+    address: TcpAddress,
+    tls: section('tls', { cert: AbsolutePath, key: AbsolutePath, clientCa: AbsolutePath }),
+    operatorTokenFile: AbsolutePath,
+  }),
+  cni: section('cni', {
+    pluginDirs: list('PluginDirs', AbsolutePath, { max: 32 }),
+    confDir: AbsolutePath,
+    cacheDir: AbsolutePath,
+    timeoutMs: whole('TimeoutMs', 1, MAX_TIMER_MS, ' of milliseconds'),
+  }),
+  defaultNetwork: section('defaultNetwork', {
+    name: Text,
+    bridge: Text,
+    subnet: Text,
+    ipv6Subnet: Text,
+    hairpinMode: Bool,
+    mtu: whole('Mtu', 576, 65535),
+    ipamDataDir: AbsolutePath,
+    adminChain: Text,
+  }),
+  netnsPrefix: NetnsPrefix,
+  ignoreHostIps: Bool,
+  region: Region,
+  concurrency: whole('Concurrency', 1, 1024),
+  reconcile: section('reconcile', {
+    mode: oneOf<ReconcileMode>('ReconcileMode', ['reap', 'report']),
+    intervalMs: whole('IntervalMs', 0, MAX_TIMER_MS, ' of milliseconds'),
+  }),
+  log: section('log', {
+    level: oneOf<LogLevel>('LogLevel', ['error', 'warn', 'info', 'debug']),
+    format: oneOf<LogFormat>('LogFormat', ['json', 'text']),
+  }),
+  metrics: section('metrics', { address: MetricsAddress }),
+  shutdownTimeoutMs: whole('ShutdownTimeoutMs', 0, MAX_TIMER_MS, ' of milliseconds'),
+  readyFile: AbsolutePath,
+});
+
+type Layer = t.TypeOf<typeof LayerCodec>;
+
+// ---- environment and flags ------------------------------------------------------------------
+
+type Kind = 'text' | 'int' | 'bool' | 'list';
+
+/** One setting that also comes from the environment and (for the common ones) a flag. */
+export interface EnvSetting {
+  /** The key path in the config file. */
+  readonly key: string;
+  readonly env: string;
+  /** The long flag, without dashes. */
+  readonly flag?: string;
+  readonly kind: Kind;
+}
+
+/** Every environment variable (and flag) the agent reads, with the key it sets. */
+export const ENV_SETTINGS: readonly EnvSetting[] = [
+  { key: 'dataDir', env: 'ALLOCNET_DATA_DIR', flag: 'data-dir', kind: 'text' },
+  { key: 'socket', env: 'ALLOCNET_SOCKET', flag: 'socket', kind: 'text' },
+  { key: 'tcp.address', env: 'ALLOCNET_TCP_ADDRESS', flag: 'tcp-address', kind: 'text' },
+  { key: 'tcp.tls.cert', env: 'ALLOCNET_TLS_CERT', kind: 'text' },
+  { key: 'tcp.tls.key', env: 'ALLOCNET_TLS_KEY', kind: 'text' },
+  { key: 'tcp.tls.clientCa', env: 'ALLOCNET_TLS_CLIENT_CA', kind: 'text' },
+  { key: 'tcp.operatorTokenFile', env: 'ALLOCNET_OPERATOR_TOKEN_FILE', kind: 'text' },
+  { key: 'cni.pluginDirs', env: 'ALLOCNET_PLUGIN_DIRS', flag: 'plugin-dir', kind: 'list' },
+  { key: 'cni.confDir', env: 'ALLOCNET_CONF_DIR', flag: 'conf-dir', kind: 'text' },
+  { key: 'cni.cacheDir', env: 'ALLOCNET_CACHE_DIR', flag: 'cache-dir', kind: 'text' },
+  { key: 'cni.timeoutMs', env: 'ALLOCNET_CNI_TIMEOUT_MS', kind: 'int' },
+  {
+    key: 'defaultNetwork.ipamDataDir',
+    env: 'ALLOCNET_IPAM_DATA_DIR',
+    flag: 'ipam-data-dir',
+    kind: 'text',
+  },
+  { key: 'netnsPrefix', env: 'ALLOCNET_NETNS_PREFIX', flag: 'netns-prefix', kind: 'text' },
+  { key: 'ignoreHostIps', env: 'ALLOCNET_IGNORE_HOST_IPS', kind: 'bool' },
+  { key: 'region', env: 'ALLOCNET_REGION', kind: 'text' },
+  { key: 'concurrency', env: 'ALLOCNET_CONCURRENCY', kind: 'int' },
+  { key: 'reconcile.mode', env: 'ALLOCNET_RECONCILE_MODE', kind: 'text' },
+  { key: 'reconcile.intervalMs', env: 'ALLOCNET_RECONCILE_INTERVAL_MS', kind: 'int' },
+  { key: 'log.level', env: 'ALLOCNET_LOG_LEVEL', flag: 'log-level', kind: 'text' },
+  { key: 'log.format', env: 'ALLOCNET_LOG_FORMAT', flag: 'log-format', kind: 'text' },
+  {
+    key: 'metrics.address',
+    env: 'ALLOCNET_METRICS_ADDRESS',
+    flag: 'metrics-address',
+    kind: 'text',
+  },
+  { key: 'shutdownTimeoutMs', env: 'ALLOCNET_SHUTDOWN_TIMEOUT_MS', kind: 'int' },
+  { key: 'readyFile', env: 'ALLOCNET_READY_FILE', flag: 'ready-file', kind: 'text' },
+];
+
+/** The environment variable that names the config file when `--config` is not given. */
+export const CONFIG_ENV = 'ALLOCNET_CONFIG';
+
+/** A value from text: numbers and booleans parsed when they look right, else kept for the codec to refuse. */
+function fromText(kind: Kind, value: string | readonly string[]): unknown {
+  if (kind === 'list') return typeof value === 'string' ? value.split(':') : [...value];
+  const text = typeof value === 'string' ? value : value.join(':');
+  if (kind === 'int') return /^-?[0-9]+$/.test(text) ? Number(text) : text;
+  if (kind === 'bool') {
+    if (['true', '1', 'yes'].includes(text)) return true;
+    if (['false', '0', 'no'].includes(text)) return false;
+  }
+  return text;
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let at = target;
+  for (const key of path.slice(0, -1)) {
+    const next = at[key];
+    if (typeof next === 'object' && next !== null) at = next as Record<string, unknown>;
+    else {
+      const made: Record<string, unknown> = {};
+      at[key] = made;
+      at = made;
+    }
+  }
+  at[path[path.length - 1] ?? ''] = value;
+}
+
+// ---- layers, merge, resolve -----------------------------------------------------------------
+
+interface SourcedLayer {
+  readonly layer: Layer;
+  /** Where each leaf key's value came from, by key path. */
+  readonly sources: ReadonlyMap<string, string>;
+}
+
+function invalid(field: string, problem: string, source: string | undefined): AgentError {
+  return new AgentError(
+    `config: ${field} ${problem}${source === undefined ? '' : ` (${source})`}`,
+    {
+      code: 'invalid-config',
+      field,
+      ...(source === undefined ? {} : { source }),
+    },
+  );
+}
+
+function isMap(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Decodes one layer; `sourceOf(path)` names where the value at `path` came from. */
+function decodeLayer(value: unknown, sourceOf: (path: string) => string): SourcedLayer {
+  const decoded = decode(LayerCodec, value);
+  if (!decoded.ok) {
+    const field = decoded.problem.field;
+    throw invalid(field === '' ? '(top level)' : field, decoded.problem.problem, sourceOf(field));
+  }
+  const sources = new Map<string, string>();
+  const walk = (node: unknown, at: string) => {
+    if (isMap(node))
+      for (const [k, v] of Object.entries(node)) walk(v, at === '' ? k : `${at}.${k}`);
+    else sources.set(at, sourceOf(at));
+  };
+  walk(decoded.value, '');
+  return { layer: decoded.value, sources };
+}
+
+function mergeMaps(
+  a: Record<string, unknown>,
+  b: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    const prev = out[key];
+    out[key] = isMap(prev) && isMap(value) ? mergeMaps(prev, value) : value;
+  }
+  return out;
+}
+
+function merge(layers: readonly SourcedLayer[]): SourcedLayer {
+  let layer: Record<string, unknown> = {};
+  const sources = new Map<string, string>();
+  for (const l of layers) {
+    layer = mergeMaps(layer, l.layer);
+    for (const [k, v] of l.sources) sources.set(k, v);
+  }
+  return { layer: layer, sources };
+}
+
+/** Where the first key under `prefix` that is set came from. */
+function sourceUnder(sources: ReadonlyMap<string, string>, prefix: string): string | undefined {
+  for (const [k, v] of sources) if (k === prefix || k.startsWith(`${prefix}.`)) return v;
+  return undefined;
+}
+
+/** The merged layers as a whole configuration: defaults filled, keys checked against each other. */
+function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
+  const { layer, sources } = merged;
+  const src = (key: string) => sources.get(key);
+  const dataDir = layer.dataDir ?? DEFAULTS.dataDir;
+  const socket = layer.socket ?? DEFAULTS.socket;
+  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH_BYTES)
+    throw invalid(
+      'socket',
+      `${show(socket)} is ${Buffer.byteLength(socket)} bytes long; a unix socket path has at most ${MAX_SOCKET_PATH_BYTES}`,
+      src('socket'),
+    );
+
+  let tcp: TcpConfig | undefined;
+  if (layer.tcp !== undefined && Object.keys(layer.tcp).length > 0) {
+    const given = layer.tcp;
+    if (given.address === undefined)
+      throw invalid(
+        'tcp.address',
+        'is missing, but other tcp keys are set',
+        sourceUnder(sources, 'tcp'),
+      );
+    let tls: TlsConfig | undefined;
+    if (given.tls !== undefined && Object.keys(given.tls).length > 0) {
+      for (const k of ['cert', 'key', 'clientCa'] as const)
+        if (given.tls[k] === undefined)
+          throw invalid(
+            `tcp.tls.${k}`,
+            'is missing: TLS needs cert, key and clientCa (client certificates are required)',
+            sourceUnder(sources, 'tcp.tls'),
+          );
+      tls = given.tls as TlsConfig;
+    }
+    const host = parseHostPort(given.address)?.host ?? '';
+    if (tls === undefined && !isLoopback(host))
+      throw invalid(
+        'tcp.tls',
+        `is missing: a TCP listener on ${given.address}, which is not a loopback address, needs TLS with client certificates`,
+        src('tcp.address'),
+      );
+    tcp = {
+      address: given.address,
+      ...(tls === undefined ? {} : { tls }),
+      ...(given.operatorTokenFile === undefined
+        ? {}
+        : { operatorTokenFile: given.operatorTokenFile }),
+    };
+  }
+
+  const defaultNetwork: DefaultNetworkConfig = {
+    ...layer.defaultNetwork,
+    ipamDataDir: layer.defaultNetwork?.ipamDataDir ?? DEFAULTS.ipamDataDir,
+  };
+  try {
+    defaultNetworkSettings(defaultNetwork);
+  } catch (error) {
+    if (!isConfiguratorError(error)) throw error;
+    const field = error.field ?? 'defaultNetwork';
+    const problem = error.message.startsWith(`${field} `)
+      ? error.message.slice(field.length + 1)
+      : error.message;
+    throw invalid(field, problem, src(field) ?? sourceUnder(sources, 'defaultNetwork'));
+  }
+
+  const config: AgentConfig = {
+    dataDir,
+    socket,
+    ...(tcp === undefined ? {} : { tcp }),
+    cni: {
+      pluginDirs: layer.cni?.pluginDirs ?? [...DEFAULT_PLUGIN_DIRS],
+      confDir: layer.cni?.confDir ?? DEFAULTS.confDir,
+      cacheDir: layer.cni?.cacheDir ?? posix.join(dataDir, 'cni'),
+      timeoutMs: layer.cni?.timeoutMs ?? DEFAULTS.cniTimeoutMs,
+    },
+    defaultNetwork,
+    netnsPrefix: layer.netnsPrefix ?? DEFAULTS.netnsPrefix,
+    ignoreHostIps: layer.ignoreHostIps ?? false,
+    region: layer.region ?? DEFAULTS.region,
+    concurrency: layer.concurrency ?? DEFAULTS.concurrency,
+    reconcile: {
+      mode: layer.reconcile?.mode ?? DEFAULTS.reconcileMode,
+      intervalMs: layer.reconcile?.intervalMs ?? DEFAULTS.reconcileIntervalMs,
+    },
+    log: {
+      level: layer.log?.level ?? DEFAULTS.logLevel,
+      format: layer.log?.format ?? (stderrIsTTY ? 'text' : 'json'),
+    },
+    metrics: { address: layer.metrics?.address ?? DEFAULTS.metricsAddress },
+    shutdownTimeoutMs: layer.shutdownTimeoutMs ?? DEFAULTS.shutdownTimeoutMs,
+    ...(layer.readyFile === undefined ? {} : { readyFile: layer.readyFile }),
+  };
+  return config;
+}
+
+/** Flags by their long name without dashes (`data-dir`); repeatable ones as lists. */
+export type AgentFlags = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+export interface LoadAgentConfigOptions {
+  /** The config file (JSON when it ends in `.json`, YAML otherwise). */
+  readonly file?: string | undefined;
+  /** Usually process.env; only the ALLOCNET_* variables of ENV_SETTINGS are read. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly flags?: AgentFlags;
+  /** Picks the default log format: text for a terminal, JSON lines otherwise. Default false. */
+  readonly stderrIsTTY?: boolean;
+}
+
+async function fileLayer(file: string): Promise<SourcedLayer> {
+  const source = `file ${file}`;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new AgentError(`config: file ${show(file)} cannot be read: ${messageOf(error)}`, {
+      code: 'invalid-config',
+      source,
+      cause: error,
+    });
+  }
+  let value: unknown;
+  const json = extname(file) === '.json';
+  try {
+    value = json ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new AgentError(
+      `config: file ${show(file)} is not valid ${json ? 'JSON' : 'YAML'}: ${messageOf(error)}`,
+      { code: 'invalid-config', source, cause: error },
+    );
+  }
+  // An empty YAML file is null: no settings.
+  return decodeLayer(value ?? {}, () => source);
+}
+
+function envLayer(env: Readonly<Record<string, string | undefined>>): SourcedLayer {
+  const raw: Record<string, unknown> = {};
+  const byKey = new Map<string, string>();
+  for (const s of ENV_SETTINGS) {
+    const value = env[s.env];
+    // An empty variable counts as unset, as most tools read them.
+    if (value === undefined || value === '') continue;
+    setPath(raw, s.key.split('.'), fromText(s.kind, value));
+    byKey.set(s.key, `env ${s.env}`);
+  }
+  return decodeLayer(raw, (path) => byKey.get(keyOf(path)) ?? 'env');
+}
+
+function flagLayer(flags: AgentFlags): SourcedLayer {
+  const raw: Record<string, unknown> = {};
+  const byKey = new Map<string, string>();
+  for (const [flag, value] of Object.entries(flags)) {
+    if (value === undefined) continue;
+    const s = ENV_SETTINGS.find((e) => e.flag === flag);
+    if (s === undefined)
+      throw new AgentError(`config: --${flag} is not a flag of the agent`, {
+        code: 'invalid-config',
+        source: `flag --${flag}`,
+      });
+    setPath(raw, s.key.split('.'), fromText(s.kind, value));
+    byKey.set(s.key, `flag --${flag}`);
+  }
+  return decodeLayer(raw, (path) => byKey.get(keyOf(path)) ?? 'flags');
+}
+
+/** The setting's key for a decode path (`cni.pluginDirs[2]` → `cni.pluginDirs`). */
+function keyOf(path: string): string {
+  return path.replace(/\[[0-9]+\]$/, '');
+}
+
+/**
+ * Reads the configuration: the file, then the environment, then the flags, each over the one
+ * before, key by key. Throws `AgentError` (`invalid-config`) naming the key and its source:
+ * `config: cni.timeoutMs should be a whole number of milliseconds from 1 to 2147483647, got "soon" (env ALLOCNET_CNI_TIMEOUT_MS)`.
+ */
+export async function loadAgentConfig(options: LoadAgentConfigOptions): Promise<AgentConfig> {
+  const layers: SourcedLayer[] = [];
+  if (options.file !== undefined) layers.push(await fileLayer(options.file));
+  layers.push(envLayer(options.env));
+  layers.push(flagLayer(options.flags ?? {}));
+  return resolve(merge(layers), options.stderrIsTTY ?? false);
+}
+
+/**
+ * Checks a configuration built in code (what `startAgent` is given) as a file's would be, and
+ * fills what is missing: `source` names it in errors.
+ */
+export function checkAgentConfig(value: unknown, source = 'the given config'): AgentConfig {
+  return resolve(
+    decodeLayer(value, () => source),
+    false,
+  );
+}

@@ -1,0 +1,101 @@
+// The only place that makes winston transports: the agent logs JSON lines (or, for a terminal,
+// readable lines) to one stream, stderr by default; the libraries get adapters of it.
+import { Writable } from 'node:stream';
+import winston from 'winston';
+import type { RunnerLogger } from '@allocnet/alloc-runner';
+import type { LogFormat, LogLevel } from './config.js';
+
+/** What the agent logs through: a winston logger or anything with the same four methods. */
+export interface AgentLogger {
+  error(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+  info(message: string, meta?: Record<string, unknown>): void;
+  debug(message: string, meta?: Record<string, unknown>): void;
+  /** winston's: changes the level live (SIGHUP). Absent on loggers that cannot. */
+  level?: string;
+}
+
+export interface AgentLoggerOptions {
+  readonly level: LogLevel;
+  readonly format: LogFormat;
+  /** Where lines go. Default process.stderr. */
+  readonly stream?: { write(text: string): unknown };
+}
+
+/** `key=value` pairs, values quoted when they need it, for the text format. */
+function pairs(meta: Record<string, unknown>): string {
+  return Object.entries(meta)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => {
+      const text = typeof v === 'string' ? v : JSON.stringify(v);
+      return `${k}=${/^[^\s"=]+$/.test(text) ? text : JSON.stringify(text)}`;
+    })
+    .join(' ');
+}
+
+const textFormat = winston.format.printf((info) => {
+  const { level, message, timestamp, ...meta } = info;
+  const rest = pairs(meta);
+  return `${String(timestamp)} ${level.toUpperCase().padEnd(5)} ${String(message)}${rest === '' ? '' : ` ${rest}`}`;
+});
+
+/** A Writable over anything with `write(text)` (winston wants a stream; the CLI's io has less). */
+function lineStream(target: { write(text: string): unknown }): Writable {
+  return new Writable({
+    write(chunk: Buffer | string, _encoding, callback) {
+      target.write(chunk.toString());
+      callback();
+    },
+  });
+}
+
+/** The agent's logger: one line per event, `{timestamp, level, message, …fields}` as JSON or text. */
+export function createAgentLogger(options: AgentLoggerOptions): winston.Logger {
+  return winston.createLogger({
+    level: options.level,
+    format: winston.format.combine(
+      winston.format.timestamp(),
+      options.format === 'json' ? winston.format.json() : textFormat,
+    ),
+    transports: [
+      // winston declares its transports as interfaces with a `new` member, which this rule
+      // cannot relate to the TransportStream class they extend; the instance is a real one.
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
+      new winston.transports.Stream({ stream: lineStream(options.stream ?? process.stderr) }),
+    ],
+  });
+}
+
+/** The libraries' logger (`debug`, `warn`, `info`, `error`), each line tagged with its component. */
+export function componentLogger(logger: AgentLogger, component: string): Required<RunnerLogger> {
+  return {
+    debug: (message, meta) => {
+      logger.debug(message, { component, ...meta });
+    },
+    warn: (message, meta) => {
+      logger.warn(message, { component, ...meta });
+    },
+    info: (message, meta) => {
+      logger.info(message, { component, ...meta });
+    },
+    error: (message, meta) => {
+      logger.error(message, { component, ...meta });
+    },
+  };
+}
+
+/** A logger that drops everything (tests, and library use without a logger). */
+export const silentAgentLogger: AgentLogger = {
+  error() {
+    // Silent by design.
+  },
+  warn() {
+    // Silent by design.
+  },
+  info() {
+    // Silent by design.
+  },
+  debug() {
+    // Silent by design.
+  },
+};

@@ -1,0 +1,178 @@
+// Prometheus metrics: one registry per agent (never prom-client's global one, so that several
+// agents, or tests, in one process do not share counters), served by metrics-server.ts.
+import { basename } from 'node:path';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RunnerStats } from '@allocnet/alloc-runner';
+import type { PluginExec } from '@allocnet/cni';
+
+/** What the agent records; each method is one observation. */
+export interface AgentMetrics {
+  readonly registry: Registry;
+  /** A finished setup RPC: its duration and outcome, and the ADD retries it took. */
+  setup(seconds: number, outcome: 'ok' | 'error', retries: number): void;
+  teardown(seconds: number, outcome: 'ok' | 'error'): void;
+  /** A failed RPC, by operation (`setup`, `reap-leaks`, …) and gRPC status name. */
+  failure(op: string, code: string): void;
+  /** Leaked allocations found / removed by ListLeaks and ReapLeaks (the reconciler's come from stats). */
+  leaksFound(count: number): void;
+  leaksReaped(count: number): void;
+  /** One plugin process, from start of its stdin to its exit. */
+  pluginExec(plugin: string, verb: string, seconds: number): void;
+}
+
+export interface AgentMetricsOptions {
+  /** The runner's counters, read at each scrape; undefined before the runner exists. */
+  readonly stats: () => RunnerStats | undefined;
+  readonly version: string;
+  /** Node process metrics (CPU, memory, event loop, fds) with prefix `allocnet_`. Default true. */
+  readonly processMetrics?: boolean;
+}
+
+const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const PLUGIN_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+
+  const setupDuration = new Histogram({
+    name: 'allocnet_setup_duration_seconds',
+    help: 'SetupAllocNetwork calls, from request to answer (retries and first-setup waits included), by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const teardownDuration = new Histogram({
+    name: 'allocnet_teardown_duration_seconds',
+    help: 'TeardownAllocNetwork calls, from request to answer (DEL and the leak audit included), by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const retries = new Counter({
+    name: 'allocnet_setup_retries_total',
+    help: 'CNI ADD attempts after the first one (each after a DEL and a 1-2 s wait)',
+    registers,
+  });
+  const failures = new Counter({
+    name: 'allocnet_operation_failures_total',
+    help: 'RPCs that failed, by operation and gRPC status code',
+    labelNames: ['op', 'code'] as const,
+    registers,
+  });
+
+  // The reconciler counts in the runner; ListLeaks and ReapLeaks count here. A scrape adds what
+  // the runner counted since the last one.
+  let reconcilerFound = 0;
+  let reconcilerReaped = 0;
+  const leaksFound = new Counter({
+    name: 'allocnet_leaks_found_total',
+    help: 'Leaked allocations (host state tagged with an allocation the agent does not know) found by the reconciler, ListLeaks and ReapLeaks',
+    registers,
+    collect() {
+      const found = options.stats()?.leaksFound ?? reconcilerFound;
+      if (found > reconcilerFound) this.inc(found - reconcilerFound);
+      reconcilerFound = found;
+    },
+  });
+  const leaksReaped = new Counter({
+    name: 'allocnet_leaks_reaped_total',
+    help: 'Leaked allocations whose state was removed by the reconciler or ReapLeaks',
+    registers,
+    collect() {
+      const reaped = options.stats()?.leaksReaped ?? reconcilerReaped;
+      if (reaped > reconcilerReaped) this.inc(reaped - reconcilerReaped);
+      reconcilerReaped = reaped;
+    },
+  });
+  new Gauge({
+    name: 'allocnet_live_allocations',
+    help: 'Allocation networks set up and ready now',
+    registers,
+    collect() {
+      this.set(options.stats()?.live ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'allocnet_allocations',
+    help: 'Allocation records by phase now (failed: restore could not keep them; a teardown clears them)',
+    labelNames: ['phase'] as const,
+    registers,
+    collect() {
+      const stats = options.stats();
+      for (const phase of ['setting-up', 'ready', 'tearing-down', 'failed'] as const)
+        this.set({ phase }, stats?.allocations[phase] ?? 0);
+    },
+  });
+  const pluginExec = new Histogram({
+    name: 'allocnet_plugin_exec_duration_seconds',
+    help: 'CNI plugin processes, from their stdin to their exit, by plugin type and CNI command',
+    labelNames: ['plugin', 'verb'] as const,
+    buckets: PLUGIN_BUCKETS,
+    registers,
+  });
+  new Gauge({
+    name: 'allocnet_agent_info',
+    help: 'Always 1; the agent version as a label',
+    labelNames: ['version'] as const,
+    registers,
+  }).set({ version: options.version }, 1);
+  if (options.processMetrics ?? true)
+    collectDefaultMetrics({ register: registry, prefix: 'allocnet_' });
+
+  return {
+    registry,
+    setup(seconds, outcome, n) {
+      setupDuration.observe({ outcome }, seconds);
+      if (n > 0) retries.inc(n);
+    },
+    teardown(seconds, outcome) {
+      teardownDuration.observe({ outcome }, seconds);
+    },
+    failure(op, code) {
+      failures.inc({ op, code });
+    },
+    leaksFound(count) {
+      if (count > 0) leaksFound.inc(count);
+    },
+    leaksReaped(count) {
+      if (count > 0) leaksReaped.inc(count);
+    },
+    pluginExec(plugin, verb, seconds) {
+      pluginExec.observe({ plugin, verb }, seconds);
+    },
+  };
+}
+
+/**
+ * A `PluginExec` that times every plugin process (from its stdin to its exit, as the runtime's
+ * own debug line does) into `observe`, by plugin type (the binary's name) and CNI command.
+ * Wrapping the exec seam rather than reading the runtime's log lines keeps the metric independent
+ * of log wording and level.
+ */
+export function timedPluginExec(
+  exec: PluginExec,
+  observe: (plugin: string, verb: string, seconds: number) => void,
+  now: () => number = () => performance.now(),
+): PluginExec {
+  return {
+    start(request) {
+      const started = exec.start(request);
+      const plugin = basename(request.path);
+      const verb = request.env.CNI_COMMAND ?? 'UNKNOWN';
+      return {
+        async run(stdin) {
+          const began = now();
+          try {
+            return await started.run(stdin);
+          } finally {
+            observe(plugin, verb, (now() - began) / 1000);
+          }
+        },
+        cancel() {
+          started.cancel();
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,252 @@
+// Every request is decoded here before anything uses it: first its shape and sizes with io-ts
+// (field names as in the .proto), then the allocation spec with the runner's own decoder (ids,
+// CNI_ARGS characters, ports), then what the configurator would only find after the runner had
+// recorded an intent and made a namespace (duplicate host ports, an unknown network), so that a
+// bad request changes nothing at all.
+import * as t from 'io-ts';
+import { decodeSpec } from '@allocnet/alloc-runner';
+import type { RunnerSpec } from '@allocnet/alloc-runner';
+import { NAME_PATTERN, decode } from '@allocnet/cni';
+import { checkAllocId, portMappings } from '@allocnet/cni-configurator';
+import type { NetworkCatalog } from '@allocnet/cni-configurator';
+import type {
+  CheckAllocNetworkRequest__Output,
+  ForceCleanupRequest__Output,
+  GetAllocNetworkRequest__Output,
+  ReapLeaksRequest__Output,
+  SetupAllocNetworkRequest__Output,
+  TeardownAllocNetworkRequest__Output,
+} from '@allocnet/proto';
+import { failWith, list, problem } from './codec.js';
+import { AgentError, show } from './errors.js';
+import { protoField } from './status.js';
+
+/** The same limits the configurator applies, so that either check gives the same message. */
+export const LIMITS = {
+  allocId: 64,
+  field: 256,
+  label: 128,
+  netnsPath: 4096,
+  ports: 1024,
+  legacyNetworks: 16,
+  cniArgs: 64,
+  batchSize: 10_000,
+} as const;
+
+/** Leaks reaped in one iptables-restore batch when the request gives 0. */
+export const DEFAULT_REAP_BATCH = 500;
+
+function text(name: string, max: number) {
+  return failWith(name, (u) => {
+    if (typeof u !== 'string') return problem(`should be a string, got ${show(u)}`);
+    return u.length > max ? problem(`is ${u.length} characters long; at most ${max}`) : u;
+  });
+}
+
+function integer(name: string) {
+  return failWith(name, (u) =>
+    typeof u === 'number' && Number.isInteger(u)
+      ? u
+      : problem(`should be a whole number, got ${show(u)}`),
+  );
+}
+
+const Bool = failWith('Bool', (u) =>
+  typeof u === 'boolean' ? u : problem(`should be true or false, got ${show(u)}`),
+);
+
+const StringMap = failWith('StringMap', (u) => {
+  if (typeof u !== 'object' || u === null || Array.isArray(u))
+    return problem(`should be a map of strings, got ${show(u)}`);
+  const entries = Object.entries(u as Record<string, unknown>);
+  if (entries.length > LIMITS.cniArgs)
+    return problem(`has ${entries.length} entries; at most ${LIMITS.cniArgs}`);
+  for (const [k, v] of entries) {
+    if (typeof v !== 'string')
+      return problem(`[${JSON.stringify(k)}] should be a string, got ${show(v)}`);
+    if (k.length > LIMITS.field || v.length > LIMITS.field)
+      return problem(
+        `[${show(k)}] is ${Math.max(k.length, v.length)} characters long; at most ${LIMITS.field}`,
+      );
+  }
+  return u as Record<string, string>;
+});
+
+const PortShape = t.type({
+  label: text('Label', LIMITS.label),
+  value: integer('Port'),
+  to: integer('Port'),
+  hostIp: text('HostIp', LIMITS.field),
+});
+const LegacyPortShape = t.type({
+  label: text('Label', LIMITS.label),
+  value: integer('Port'),
+  to: integer('Port'),
+});
+const LegacyNetworkShape = t.type({
+  reservedPorts: list('Ports', LegacyPortShape, {
+    max: LIMITS.ports,
+    what: 'ports',
+    allowEmpty: true,
+  }),
+  dynamicPorts: list('Ports', LegacyPortShape, {
+    max: LIMITS.ports,
+    what: 'ports',
+    allowEmpty: true,
+  }),
+});
+
+const SetupShape = t.type({
+  allocId: text('AllocId', LIMITS.allocId),
+  region: text('Region', LIMITS.field),
+  namespace: text('Namespace', LIMITS.field),
+  jobId: text('JobId', LIMITS.field),
+  groupName: text('GroupName', LIMITS.field),
+  network: text('Network', LIMITS.field),
+  ports: list('Ports', PortShape, { max: LIMITS.ports, what: 'ports', allowEmpty: true }),
+  networks: list('LegacyNetworks', LegacyNetworkShape, {
+    max: LIMITS.legacyNetworks,
+    what: 'networks',
+    allowEmpty: true,
+  }),
+  cniArgs: StringMap,
+  netnsPath: text('NetnsPath', LIMITS.netnsPath),
+});
+
+const AllocIdShape = t.type({ allocId: text('AllocId', LIMITS.allocId) });
+
+const ForceCleanupShape = t.type({
+  allocId: text('AllocId', LIMITS.allocId),
+  network: text('Network', LIMITS.field),
+  dryRun: Bool,
+});
+
+const ReapShape = t.type({ batchSize: integer('BatchSize'), dryRun: Bool });
+
+/** Decodes a request's shape; a problem is INVALID_ARGUMENT naming the .proto field. */
+function shape<A>(codec: t.Type<A, unknown>, request: unknown): A {
+  const decoded = decode(codec, request);
+  if (decoded.ok) return decoded.value;
+  const field = protoField(decoded.problem.field);
+  throw new AgentError(`${field === '' ? 'request' : field} ${decoded.problem.problem}`, {
+    code: 'invalid-request',
+    field: field === '' ? 'request' : field,
+  });
+}
+
+/** An allocation id on its own, as the configurator checks it; the error names `alloc_id`. */
+function allocIdOf(request: unknown): string {
+  const { allocId } = shape(AllocIdShape, request);
+  return checkAllocId(allocId, 'alloc_id');
+}
+
+export interface SetupContext {
+  /** The networks the configurator offers now. */
+  readonly catalog: () => NetworkCatalog;
+  /** Re-reads the conf dir: a network just added may not be in the catalog yet. */
+  readonly reload: () => Promise<NetworkCatalog>;
+  readonly ignoreHostIps: boolean;
+}
+
+/**
+ * A SetupAllocNetworkRequest as the runner's spec, or INVALID_ARGUMENT naming the field. The
+ * proto's defaults (empty strings, `to` 0, empty lists) mean "not set".
+ */
+export async function decodeSetupRequest(
+  request: SetupAllocNetworkRequest__Output,
+  context: SetupContext,
+): Promise<RunnerSpec> {
+  const r = shape(SetupShape, request);
+  const port = (p: { label: string; value: number; to: number; hostIp?: string }) => ({
+    label: p.label,
+    value: p.value,
+    ...(p.to === 0 ? {} : { to: p.to }),
+    ...(p.hostIp === undefined || p.hostIp === '' ? {} : { hostIp: p.hostIp }),
+  });
+  const input = {
+    allocId: r.allocId,
+    namespace: r.namespace,
+    jobId: r.jobId,
+    groupName: r.groupName,
+    ...(r.region === '' ? {} : { region: r.region }),
+    ...(r.network === '' ? {} : { network: r.network }),
+    ...(r.ports.length === 0 ? {} : { ports: r.ports.map(port) }),
+    ...(r.networks.length === 0
+      ? {}
+      : {
+          legacyNetworks: r.networks.map((n) => ({
+            ...(n.reservedPorts.length === 0 ? {} : { reservedPorts: n.reservedPorts.map(port) }),
+            ...(n.dynamicPorts.length === 0 ? {} : { dynamicPorts: n.dynamicPorts.map(port) }),
+          })),
+        }),
+    ...(Object.keys(r.cniArgs).length === 0 ? {} : { cniArgs: r.cniArgs }),
+    ...(r.netnsPath === '' ? {} : { netnsPath: r.netnsPath }),
+  };
+  // The runner's decoder: the same rules its setup applies (a RunnerError naming `spec.…`).
+  const spec = decodeSpec(input);
+  // Two ports on one host port: the configurator would find it only after the intent and the
+  // namespace exist (a ConfiguratorError naming `ports[1].value`).
+  portMappings(spec, context.ignoreHostIps);
+  if (spec.network !== undefined) {
+    const known = (catalog: NetworkCatalog) =>
+      catalog.networks.some((n) => n.name === spec.network);
+    let catalog = context.catalog();
+    if (!known(catalog)) catalog = await context.reload();
+    if (!known(catalog)) {
+      throw new AgentError(
+        `network ${JSON.stringify(spec.network)} is not known (networks: ${catalog.networks.map((n) => JSON.stringify(n.name)).join(', ')})`,
+        { code: 'invalid-request', field: 'network' },
+      );
+    }
+  }
+  return spec;
+}
+
+export function decodeTeardownRequest(request: TeardownAllocNetworkRequest__Output): string {
+  return allocIdOf(request);
+}
+
+export function decodeGetRequest(request: GetAllocNetworkRequest__Output): string {
+  return allocIdOf(request);
+}
+
+export function decodeCheckRequest(request: CheckAllocNetworkRequest__Output): string {
+  return allocIdOf(request);
+}
+
+export interface ForceCleanupArgs {
+  readonly allocId: string;
+  readonly network: string | undefined;
+  readonly dryRun: boolean;
+}
+
+export function decodeForceCleanupRequest(request: ForceCleanupRequest__Output): ForceCleanupArgs {
+  const r = shape(ForceCleanupShape, request);
+  const allocId = checkAllocId(r.allocId, 'alloc_id');
+  if (r.network !== '' && !NAME_PATTERN.test(r.network))
+    throw new AgentError(
+      `network ${JSON.stringify(r.network)} does not match ${NAME_PATTERN.source}`,
+      { code: 'invalid-request', field: 'network' },
+    );
+  return { allocId, network: r.network === '' ? undefined : r.network, dryRun: r.dryRun };
+}
+
+export interface ReapArgs {
+  readonly batchSize: number;
+  readonly dryRun: boolean;
+}
+
+export function decodeReapRequest(request: ReapLeaksRequest__Output): ReapArgs {
+  const r = shape(ReapShape, request);
+  if (r.batchSize < 0 || r.batchSize > LIMITS.batchSize)
+    throw new AgentError(
+      `batch_size should be from 0 (the agent's default, ${DEFAULT_REAP_BATCH}) to ${LIMITS.batchSize}, got ${r.batchSize}`,
+      { code: 'invalid-request', field: 'batch_size' },
+    );
+  return { batchSize: r.batchSize === 0 ? DEFAULT_REAP_BATCH : r.batchSize, dryRun: r.dryRun };
+}
+
+/** A request without fields: checked to be one (an object), nothing more to read. */
+export function decodeEmptyRequest(request: unknown): void {
+  shape(t.UnknownRecord, request);
+}
