@@ -15,7 +15,7 @@ command -v apt-get >/dev/null || die "this script needs Debian (apt-get)"
 # containernetworking-plugins: the CNI plugins in /usr/lib/cni; iptables: iptables(-save/-restore),
 # nf_tables backend; iproute2: ip netns; util-linux: nsenter, setpriv; procps: sysctl;
 # iputils-ping: the namespace tests send packets across; shellcheck: lint of these scripts.
-PACKAGES=(containernetworking-plugins iptables iproute2 util-linux procps iputils-ping shellcheck ca-certificates)
+PACKAGES=(containernetworking-plugins iptables iproute2 util-linux procps iputils-ping shellcheck ca-certificates openssl)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
