@@ -133,12 +133,29 @@ describe('authorize', () => {
     });
   });
 
-  it('decides UNAUTHENTICATED for bad credentials before looking at the method', () => {
-    expect(decide(HEALTH, { authContext: {}, authorization: 'Bearer wrong' }, TOKEN)).toEqual({
+  it('decides UNAUTHENTICATED for bad credentials, whatever the method', () => {
+    expect(decide(SETUP, { authContext: {}, authorization: 'Bearer wrong' }, TOKEN)).toEqual({
       allowed: false,
       code: grpc.status.UNAUTHENTICATED,
       details: 'the bearer token is not valid',
     });
+    expect(
+      decide(
+        REFLECTION,
+        { authContext: cert({ CN: 'web', OU: 'frontend' }), authorization: undefined },
+        TOKEN,
+      ),
+    ).toMatchObject({ allowed: false, code: grpc.status.UNAUTHENTICATED });
+  });
+
+  it('answers health to any client the transport let in', () => {
+    expect(
+      decide(
+        HEALTH,
+        { authContext: cert({ CN: 'web', OU: 'frontend' }), authorization: 'Bearer wrong' },
+        TOKEN,
+      ),
+    ).toEqual({ allowed: true, identity: undefined });
   });
 });
 
