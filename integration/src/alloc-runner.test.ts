@@ -150,6 +150,38 @@ describe('the runner on the real plugins', () => {
     expect(await host.reservations()).toEqual({});
   });
 
+  it('sets an allocation up again in the same namespace when CHECK finds it broken', async () => {
+    await warmBaseline();
+    const first = await host.runner();
+    const spec = allocSpec({ ports: [{ label: 'http', value: 8083, to: 80 }] });
+    const status = await first.runner.setup(spec);
+    await first.runner.close();
+    // Break it while the agent is down: the allocation's interface disappears.
+    const name = `${host.netnsPrefix}${spec.allocId}`;
+    await execa('ip', ['-n', name, 'link', 'del', 'eth0']);
+    const inode = (await execa('stat', ['-L', '-c', '%i', `/run/netns/${name}`])).stdout;
+
+    const { runner } = await host.runner();
+    const report = await runner.restore();
+    expect(report.outcomes).toEqual([
+      expect.objectContaining({
+        allocId: spec.allocId,
+        from: 'ready',
+        result: 'recreated',
+        checked: true,
+      }),
+    ]);
+    expect(report.outcomes[0]?.error).toMatch(/^CHECK failed: /);
+    // The same namespace (the tasks may run in it), the same address, and it works.
+    expect((await execa('stat', ['-L', '-c', '%i', `/run/netns/${name}`])).stdout).toBe(inode);
+    expect(runner.get(spec.allocId)?.status?.address).toBe(status.address);
+    expect(await pings(host.node, status.address)).toBe(true);
+    expect(await runner.check(spec.allocId)).toMatchObject({ ran: true });
+    await runner.teardown(spec.allocId);
+    expect(await host.reservations()).toEqual({});
+    expect(await host.namespaces()).toEqual([]);
+  });
+
   it('reports, then reaps, an allocation whose record is lost', async () => {
     const baseline = await warmBaseline();
     // One runner sets an allocation up; another on a fresh store (the record lost) sees a leak.
