@@ -140,6 +140,23 @@ describe('startAgent', () => {
     expect(lines.map((l) => l.message)).toContain('agent stopped');
   });
 
+  it('warns at start about plugins it cannot find', async () => {
+    await start(
+      config({
+        cni: {
+          pluginDirs: [join(tmp.path, 'no-plugins')],
+          confDir: '/nonexistent',
+          cacheDir: join(tmp.path, 'cache'),
+          timeoutMs: 1000,
+        },
+      }),
+    );
+    expect(lines.find((l) => l.message.startsWith('CNI plugins not found'))?.meta).toEqual({
+      missing: ['bridge', 'firewall', 'loopback', 'portmap'],
+      pluginDirs: [join(tmp.path, 'no-plugins')],
+    });
+  });
+
   it('refuses to start on a socket another agent serves, before opening its state', async () => {
     await start();
     const second = config({ dataDir: join(tmp.path, 'data2') });

@@ -17,7 +17,7 @@ import type { ServingStatus } from 'grpc-health-check';
 import type { Registry } from 'prom-client';
 import { createAllocRunner, isRunnerError } from '@allocnet/alloc-runner';
 import type { AllocRunner, NetnsManager } from '@allocnet/alloc-runner';
-import { createCniRuntime, createNodePluginExec } from '@allocnet/cni';
+import { createCniRuntime, createNodePluginExec, findPlugin, isCniError } from '@allocnet/cni';
 import type { CniRuntime } from '@allocnet/cni';
 import { createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator, NetworkCatalog } from '@allocnet/cni-configurator';
@@ -264,6 +264,24 @@ export async function startAgent(
       });
     }
     opened.push({ what: 'configurator', close: () => configurator.close() });
+    // A plugin missing from the search path fails every setup on its networks (UNAVAILABLE):
+    // say so now rather than at the first setup.
+    const missing = [...new Set(configurator.catalog().networks.flatMap((n) => n.plugins))]
+      .filter((type) => {
+        try {
+          findPlugin(type, config.cni.pluginDirs);
+          return false;
+        } catch (error) {
+          if (isCniError(error) && error.code === 'plugin-not-found') return true;
+          throw error;
+        }
+      })
+      .sort();
+    if (missing.length > 0)
+      logger.warn('CNI plugins not found; setups on the networks that use them fail UNAVAILABLE', {
+        missing,
+        pluginDirs: config.cni.pluginDirs,
+      });
     try {
       runner = await createAllocRunner({
         configurator,
