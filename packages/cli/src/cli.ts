@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { agentCommand, isAgentError, normalizeAgentArgs } from '@allocnet/agent';
 import { isCniError } from '@allocnet/cni';
 import { isConfiguratorError } from '@allocnet/cni-configurator';
 import { isIptablesError } from '@allocnet/iptables-node';
@@ -18,6 +19,7 @@ export function createProgram(io: CliIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();
+  program.addCommand(agentCommand(io));
   program.addCommand(cniCommand(io));
   program.addCommand(allocCommand(io));
   program.addCommand(cleanupCommand(io));
@@ -46,16 +48,22 @@ export function createProgram(io: CliIo): Command {
  */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    await createProgram(io).parseAsync([...argv], { from: 'user' });
+    // `allocnet agent -dev` is Nomad's spelling; commander has no single-dash long options.
+    await createProgram(io).parseAsync(normalizeAgentArgs(argv), { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) {
-      // --help and --version end here with exit code 0.
+      // --help and --version end here with exit code 0; `agent --dev` ends with the agent's status.
+      if (error.code === 'allocnet.agent.dev') return error.exitCode;
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof ExitStatus) {
       if (error.message !== '') io.stderr.write(`allocnet: ${error.message}\n`);
       return error.status;
+    }
+    if (isAgentError(error)) {
+      io.stderr.write(`allocnet agent: ${error.message}\n`);
+      return 1;
     }
     if (error instanceof UsageError) {
       io.stderr.write(`allocnet: ${error.message}\n`);
