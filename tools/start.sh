@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job (README): set-up, then run. Until the agent lands this runs the iptables-node demo
-# in a throwaway namespace; the command stays the same when the agent replaces it.
+# The main job (README): set-up, then a dev agent (`allocnet agent -dev`, in a sandbox network
+# namespace) and a walk through allocnet with real commands; it removes everything at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1

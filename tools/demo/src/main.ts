@@ -1,79 +1,183 @@
 #!/usr/bin/env node
-// The main job until the agent exists: in a throwaway namespace standing for a node, write what
-// the bridge plugin leaves for two allocations, find one allocation's rules by their comment in
-// iptables-save, remove them in one atomic iptables-restore, and show what is left. Nothing runs
-// in the root namespace; the namespace is removed at the end, also on failure.
-import { createBatch, createIptables, displayArgs } from '@allocnet/iptables-node';
-import type { Rule } from '@allocnet/iptables-node';
-import {
-  addBridgeMasquerade,
-  bridgeChainName,
-  bridgeComment,
-} from '@allocnet/iptables-node/testing';
-import { createNetnsLab } from '@allocnet/testns';
+// The main job (`tools/start.sh`): a dev agent (`allocnet agent -dev`: a sandbox namespace standing
+// for the node, its state in a temp dir) and a walk through what allocnet does, every step a real
+// `allocnet` command with its real output:
+//   three allocations with ports; one reached through its host port from a client on another
+//   "host"; one allocation's namespace deleted out of band, and its teardown's forced-cleanup
+//   report; `allocnet leaks` showing nothing left; everything removed at the end.
+// Nothing runs in the host's own network namespace; the sandbox, the allocations' namespaces, the
+// client namespace and the temp dir are removed at the end, also on failure or Ctrl-C.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { echo, startEchoServer } from '@allocnet/testns';
+import type { EchoServer } from '@allocnet/testns';
 
-const NETWORK = 'nomad';
-const ALLOCS = [
-  { id: '6b235529-8111-4bbe-520b-d639b1d2a94e', ip: '172.26.64.2' },
-  { id: '0c8f3ce0-2b5d-4c7e-9a0e-3f1d2c4b5a69', ip: '172.26.64.3' },
-];
+const here = dirname(fileURLToPath(import.meta.url));
+const CLI = resolve(here, '..', '..', '..', 'packages', 'cli', 'dist', 'main.js');
+const bold = (s: string) => (process.stdout.isTTY ? `\u001b[1m${s}\u001b[0m` : s);
+const dim = (s: string) => (process.stdout.isTTY ? `\u001b[2m${s}\u001b[0m` : s);
 
-function show(rule: Rule): string {
-  return `  ${rule.table}/${rule.chain}: ${displayArgs(rule.spec)}`;
+function step(n: number, title: string): void {
+  console.log(`\n${bold(`${n}. ${title}`)}`);
+}
+
+interface DevAgent {
+  readonly socket: string;
+  readonly sandbox: string;
+  stop(): Promise<number | null>;
+}
+
+/** `allocnet agent -dev`, until it prints where it listens. */
+async function startDevAgent(): Promise<DevAgent> {
+  const child = spawn(process.execPath, [CLI, 'agent', '-dev', '--log-format', 'json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((done) => child.once('close', done));
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const ready = await new Promise<{ socket: string; sandbox: string }>((done, fail) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const socket = /socket:\s+(\S+)/.exec(out)?.[1];
+      const sandbox = /sandbox network namespace (\S+)/.exec(out)?.[1];
+      if (socket !== undefined && sandbox !== undefined && out.includes('Ctrl-C'))
+        done({ socket, sandbox });
+    });
+    void exited.then((code) => {
+      fail(
+        new Error(`the dev agent exited (${code ?? 'signal'}) before it was ready:\n${out}${err}`),
+      );
+    });
+  });
+  for (const line of out.trim().split('\n')) console.log(dim(`   ${line}`));
+  return {
+    ...ready,
+    async stop() {
+      child.kill('SIGTERM');
+      const code = await exited;
+      const last = out.trim().split('\n').at(-1);
+      if (last !== undefined) console.log(dim(`   ${last}`));
+      return code;
+    },
+  };
+}
+
+/** Runs `allocnet <args>`, printing the command and its output as a terminal would. */
+async function allocnet(socket: string, args: readonly string[]): Promise<string> {
+  console.log(`   $ allocnet ${args.join(' ')}`);
+  const r = await execa(process.execPath, [CLI, ...args], {
+    reject: false,
+    env: { ALLOCNET_ADDRESS: socket },
+  });
+  const text = `${r.stdout}${r.stderr === '' ? '' : `\n${r.stderr}`}`.trim();
+  for (const line of text.split('\n')) console.log(`   ${line}`);
+  if (r.exitCode !== 0)
+    throw new Error(`allocnet ${args.join(' ')} exited ${r.exitCode ?? 'on a signal'}`);
+  return r.stdout;
+}
+
+async function sh(argv: readonly string[]): Promise<string> {
+  console.log(`   $ ${argv.join(' ')}`);
+  const [file, ...args] = argv;
+  return (await execa(file as string, args)).stdout;
+}
+
+async function namespaces(): Promise<string[]> {
+  return (await execa('ip', ['netns', 'list'])).stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter((n) => n !== '');
 }
 
 async function main(): Promise<void> {
-  const lab = createNetnsLab();
-  // The namespace must go whatever happens: on Ctrl-C, on SIGTERM, and when a reader such as
-  // `head` closes stdout early (EPIPE would otherwise end the process before \`finally\`).
-  const stop = (signal: NodeJS.Signals) => {
-    void lab.dispose().finally(() => process.exit(128 + (signal === 'SIGINT' ? 2 : 15)));
+  const client = `allocnet-demo-client-${randomBytes(3).toString('hex')}`;
+  let agent: DevAgent | undefined;
+  // Namespaces the demo (and its agent) may make: the client, the sandbox and `<sandbox>-<alloc>`.
+  const owned = [client];
+  let server: EchoServer | undefined;
+  const cleanup = async () => {
+    await server?.stop();
+    await execa('ip', ['netns', 'del', client], { reject: false });
+    const code = await agent?.stop();
+    agent = undefined;
+    return code;
   };
-  process.once('SIGINT', stop).once('SIGTERM', stop);
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-  });
+  const onSignal = (signal: NodeJS.Signals) => {
+    void cleanup().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+
+  console.log(bold('allocnet quickstart: a dev agent and three allocations, on this machine'));
   try {
-    const node = await lab.node('demo');
-    console.log(`1. made namespace ${node.name}, standing for a node`);
-    const ipt = createIptables({ netns: node.path });
+    step(1, 'Start an agent in a sandbox node namespace (nothing on this host changes)');
+    console.log('   $ allocnet agent -dev');
+    agent = await startDevAgent();
+    owned.push(agent.sandbox);
+    const socket = agent.socket;
 
-    const setup = createBatch();
-    for (const alloc of ALLOCS) addBridgeMasquerade(setup, { network: NETWORK, ...alloc });
-    await ipt.restore(setup);
-    console.log(`2. wrote the bridge plugin's masquerade rules for ${ALLOCS.length} allocations`);
+    step(2, 'Give three allocations their network, with host ports');
+    await allocnet(socket, ['alloc', 'setup', 'web-1', '--port', 'http:8080:80']);
+    await allocnet(socket, ['alloc', 'setup', 'web-2', '--port', 'http:8081:80']);
+    await allocnet(socket, ['alloc', 'setup', 'db-1', '--port', 'pg:5432']);
+    await allocnet(socket, ['alloc', 'list']);
 
-    const [target] = ALLOCS;
-    if (target === undefined) throw new Error('no allocation');
-    const tagged = (await ipt.save({ table: 'nat' }))
-      .flatMap((t) => t.rules)
-      .filter((r) => r.comment === bridgeComment(NETWORK, target.id));
+    step(3, 'Reach web-1 through host port 8080 from a client on another host');
     console.log(
-      `3. iptables-save shows ${tagged.length} rules tagged with allocation ${target.id}:`,
+      dim(`   (a client namespace ${client}, cabled to the node: 10.99.0.2 → 10.99.0.1)`),
     );
-    for (const rule of tagged) console.log(show(rule));
+    await execa('ip', ['netns', 'add', client]);
+    await execa('ip', ['-n', agent.sandbox, 'link', 'add', 'to-client', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', client]); // prettier-ignore
+    await execa('ip', ['-n', agent.sandbox, 'addr', 'add', '10.99.0.1/24', 'dev', 'to-client']);
+    await execa('ip', ['-n', agent.sandbox, 'link', 'set', 'to-client', 'up']);
+    await execa('ip', ['-n', client, 'addr', 'add', '10.99.0.2/24', 'dev', 'eth0']);
+    await execa('ip', ['-n', client, 'link', 'set', 'eth0', 'up']);
+    await execa('ip', ['-n', client, 'link', 'set', 'lo', 'up']);
+    const web1 = `${agent.sandbox}-web-1`;
+    console.log(dim(`   (web-1 runs an echo server on port 80 in ${web1})`));
+    server = await startEchoServer(web1, 80);
+    for (const protocol of ['tcp', 'udp'] as const) {
+      const answer = await echo(client, protocol, '10.99.0.1', 8080, 'hello from the client');
+      console.log(`   ${protocol} 10.99.0.2 → 10.99.0.1:8080 answered: ${JSON.stringify(answer)}`);
+    }
+    await server.stop();
+    server = undefined;
 
-    const chain = bridgeChainName(NETWORK, target.id);
-    const cleanup = createBatch();
-    for (const rule of tagged.filter((r) => r.chain !== chain)) cleanup.deleteRule(rule);
-    cleanup.clearChain('nat', chain).deleteChain('nat', chain);
-    await ipt.restore(cleanup);
+    step(4, 'web-2’s namespace disappears out of band (a crashed pause container, say)');
+    await sh(['ip', 'netns', 'del', `${agent.sandbox}-web-2`]);
     console.log(
-      `4. removed them and chain ${chain} with one iptables-restore (${cleanup.size} changes)`,
+      dim(
+        '   The plugins’ DEL says success and still leaves rules behind; the audit removes them:',
+      ),
     );
+    await allocnet(socket, ['alloc', 'teardown', 'web-2']);
 
-    const left = (await ipt.save({ table: 'nat' })).flatMap((t) => t.rules);
-    console.log(`5. the nat table now holds ${left.length} rules, all of the other allocation:`);
-    for (const rule of left) console.log(show(rule));
-    if (left.some((r) => r.comment === bridgeComment(NETWORK, target.id)))
-      throw new Error('a tagged rule is still there');
+    step(5, 'Nothing is left tagged with an allocation the agent does not know');
+    const leaks = await allocnet(socket, ['leaks']);
+    if (!leaks.includes('0 leaked allocation(s)')) throw new Error('the agent reports leaks');
+
+    step(6, 'Tear the rest down and stop the agent');
+    await allocnet(socket, ['alloc', 'teardown', 'web-1']);
+    await allocnet(socket, ['alloc', 'teardown', 'db-1']);
   } finally {
-    await lab.dispose();
+    const code = await cleanup();
+    if (code !== undefined && code !== 0) process.exitCode = 1;
   }
-  console.log('6. removed the namespace; the root namespace was never touched');
+  // Only the demo's own: other programs may make namespaces meanwhile.
+  const left = (await namespaces()).filter((n) =>
+    owned.some((o) => n === o || n.startsWith(`${o}-`)),
+  );
+  if (left.length > 0) throw new Error(`namespaces left behind: ${left.join(', ')}`);
+  console.log(
+    `\n${bold('Done.')} The sandbox, the allocations’ namespaces and the state are gone.`,
+  );
+  console.log('Run the agent for real with systemd: see README.md, "Running the agent".');
 }
 
 main().catch((error: unknown) => {
-  console.error(error);
+  console.error(`\nthe demo failed: ${error instanceof Error ? error.message : String(error)}`);
   process.exitCode = 1;
 });
