@@ -245,8 +245,8 @@ describe('TCP with TLS and client certificates', () => {
         calls: [{ service: 'alloc', method: 'ListAllocNetworks' }],
       }),
     ).toEqual([{ code: 'UNAUTHENTICATED', details: 'the bearer token is not valid' }]);
-    expect(agent.lines().filter((l) => l.message === 'call refused').length).toBeGreaterThanOrEqual(
-      3,
+    await agent.waitForLine(
+      () => agent.lines().filter((l) => l.message === 'call refused').length >= 3,
     );
   });
 

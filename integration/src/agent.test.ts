@@ -295,9 +295,12 @@ describe('the agent process', () => {
       namespaces: await host.namespaces(),
       cache: await host.cacheFiles(),
     }).toEqual(before);
-    expect(
-      agent.lines().filter((l) => l.op === 'setup' && l.code === 'INVALID_ARGUMENT'),
-    ).toHaveLength(setups.length);
+    // One log line each (read from the agent's stderr, which may lag the answers a little).
+    await agent.waitForLine(
+      () =>
+        agent.lines().filter((l) => l.op === 'setup' && l.code === 'INVALID_ARGUMENT').length ===
+        setups.length,
+    );
   });
 
   it('answers health SERVING, lists both services by reflection, serves metrics on loopback; the socket is 0600', async () => {
@@ -336,7 +339,7 @@ describe('the agent process', () => {
     await unary(alloc, 'TeardownAllocNetwork', { allocId: r.allocId });
 
     // One line per operation, with what an operator needs.
-    expect(agent.lines().find((l) => l.op === 'setup' && l.outcome === 'ok')).toMatchObject({
+    expect(await agent.waitForLine((l) => l.op === 'setup' && l.outcome === 'ok')).toMatchObject({
       level: 'info',
       message: 'setup',
       allocId: r.allocId,
@@ -345,7 +348,9 @@ describe('the agent process', () => {
       outcome: 'ok',
       durationMs: expect.any(Number) as unknown,
     });
-    expect(agent.lines().find((l) => l.op === 'setup' && l.outcome === 'failed')).toMatchObject({
+    expect(
+      await agent.waitForLine((l) => l.op === 'setup' && l.outcome === 'failed'),
+    ).toMatchObject({
       code: 'INVALID_ARGUMENT',
       error: 'job_id is empty',
     });
@@ -512,11 +517,12 @@ describe('allocnet agent --dev', () => {
     );
     let stdout = '';
     let sandbox: string | undefined;
-    const exited = new Promise<number | null>((r) =>
-      child.once('exit', (code) => {
+    // `close`: by then all of its stdout has been read.
+    const exited = new Promise<number | null>((r) => {
+      child.once('close', (code) => {
         r(code);
-      }),
-    );
+      });
+    });
     try {
       const socket = await new Promise<string>((resolveSocket, reject) => {
         child.stdout.on('data', (d: Buffer) => {
