@@ -36,7 +36,7 @@ afterEach(async () => {
   const results = await Promise.allSettled(hosts.map((h) => h.dispose()));
   hosts = [];
   const failed = results.find((r) => r.status === 'rejected');
-  if (failed !== undefined) throw (failed).reason;
+  if (failed !== undefined) throw failed.reason;
 });
 
 /** Runs `tasks` at most `width` at a time. */
