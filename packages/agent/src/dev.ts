@@ -142,7 +142,7 @@ async function waitReady(
 }
 
 /**
- * Runs the dev agent until SIGINT/SIGTERM (forwarded to it as SIGTERM; a second one kills it),
+ * Runs the dev agent until SIGINT/SIGTERM/SIGHUP (forwarded to it as SIGTERM; a second one kills it),
  * then removes everything it made. Resolves the agent's exit status.
  */
 export async function runDevAgent(options: DevOptions): Promise<number> {
@@ -234,6 +234,8 @@ export async function runDevAgent(options: DevOptions): Promise<number> {
     };
     signals.on('SIGINT', forward);
     signals.on('SIGTERM', forward);
+    // The terminal closing: stop and clean up rather than die and leave the sandbox behind.
+    signals.on('SIGHUP', forward);
     try {
       const ready = await waitReady(paths.ready, exited, options.readyTimeoutMs ?? 120_000);
       if (ready !== undefined) {
@@ -253,6 +255,7 @@ export async function runDevAgent(options: DevOptions): Promise<number> {
     } finally {
       signals.removeListener('SIGINT', forward);
       signals.removeListener('SIGTERM', forward);
+      signals.removeListener('SIGHUP', forward);
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGKILL');
         await exited;

@@ -95,6 +95,15 @@ describe('bindUnixSocket', () => {
     expect(infos).toEqual([{ socket: path }]);
   });
 
+  it('removes temporary sockets a dead agent left, and leaves a live one alone', async () => {
+    const path = join(tmp.path, 'agent.sock');
+    await staleSocket(join(tmp.path, '.agent.sock.12345'));
+    await listen(join(tmp.path, '.agent.sock.23456'));
+    await bindUnixSocket(path, bindWith, logger);
+    expect((await readdir(tmp.path)).sort()).toEqual(['.agent.sock.23456', 'agent.sock']);
+    expect(infos).toEqual([{ socket: join(tmp.path, '.agent.sock.12345') }]);
+  });
+
   it('refuses a socket another agent listens on, and leaves it alone', async () => {
     const path = join(tmp.path, 'agent.sock');
     await listen(path);

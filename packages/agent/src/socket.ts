@@ -4,7 +4,7 @@
 // same directory, made 0600, then renamed over the path, so that nobody can ever connect to it
 // before its mode is right, and the path never points at nothing while a stale socket is replaced.
 import { createConnection } from 'node:net';
-import { chmod, lstat, mkdir, rename, stat, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { MAX_SOCKET_PATH_BYTES } from './config.js';
 import { AgentError, messageOf } from './errors.js';
@@ -116,6 +116,30 @@ export async function claimSocketPath(path: string, logger: AgentLogger): Promis
   }
 }
 
+/**
+ * Temporary sockets (`.<name>.<pid>`) that an agent which died between its bind and its rename
+ * left: removed when nobody answers on them (an agent starting right now answers).
+ */
+async function removeStaleTemporaries(path: string, logger: AgentLogger): Promise<void> {
+  const dir = dirname(path);
+  const pattern = new RegExp(
+    `^\\.${basename(path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.[0-9]+$`,
+  );
+  for (const name of await readdir(dir)) {
+    if (!pattern.test(name)) continue;
+    const file = join(dir, name);
+    try {
+      if (!(await lstat(file)).isSocket()) continue;
+      if ((await probeSocket(file)) !== 'stale') continue;
+      await unlink(file);
+      logger.info('removed a temporary socket a stopped agent left', { socket: file });
+    } catch (error) {
+      // Gone meanwhile (another agent renamed or removed it): nothing to do.
+      if (code(error) !== 'ENOENT') throw error;
+    }
+  }
+}
+
 export interface BoundSocket {
   readonly path: string;
   /** Removes the socket file if it is still the one this agent bound (not a later agent's). */
@@ -137,15 +161,7 @@ export async function bindUnixSocket(
   // A temporary name that does not fit a sockaddr is skipped: bind at the path itself.
   const direct = Buffer.byteLength(temp) > MAX_SOCKET_PATH_BYTES;
   const at = direct ? path : temp;
-  if (!direct) {
-    try {
-      const left = await lstat(temp);
-      // Left by a crashed agent with this pid (pids are reused); only a socket is removed.
-      if (left.isSocket()) await unlink(temp);
-    } catch (error) {
-      if (code(error) !== 'ENOENT') throw error;
-    }
-  }
+  await removeStaleTemporaries(path, logger);
   try {
     await bind(at);
   } catch (error) {
