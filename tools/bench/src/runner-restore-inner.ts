@@ -8,40 +8,12 @@
 //   --phase overhead : the same restore with a configurator whose check does nothing: the
 //                      runner's own cost (store, queue, namespace checks)
 //   --phase teardown : N teardowns
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { createAllocRunner } from '@allocnet/alloc-runner';
 import { createCniRuntime } from '@allocnet/cni';
 import { createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
-
-/**
- * The part of @allocnet/alloc-runner this benchmark uses. tools/bench does not list
- * @allocnet/alloc-runner as a dependency yet, so the runner is loaded from its build by path
- * (and typed here); once the dependency is added this becomes a plain import.
- */
-interface RunnerModule {
-  createAllocRunner(options: {
-    configurator: CniConfigurator;
-    dataDir: string;
-    netnsPrefix: string;
-    maxConcurrent: number;
-    reconcile: { mode: 'reap' | 'report'; intervalMs: number };
-  }): Promise<{
-    start(): Promise<{
-      restore: { counts: Record<string, number>; durationMs: number };
-      reconcile: { durationMs: number; leakedAllocations: number; orphanNamespaces: number };
-    }>;
-    setup(spec: Record<string, unknown>): Promise<{ address: string }>;
-    teardown(allocId: string): Promise<unknown>;
-    list(): { allocId: string; phase: string; status?: { address: string } }[];
-    close(): Promise<void>;
-  }>;
-}
-
-const here = dirname(fileURLToPath(import.meta.url));
-const RUNNER = resolve(here, '..', '..', '..', 'packages', 'alloc-runner', 'dist', 'index.js');
 
 const { values } = parseArgs({
   options: {
@@ -81,7 +53,6 @@ function memory() {
 }
 
 async function main(phase: (typeof PHASES)[number]): Promise<void> {
-  const runnerModule = (await import(pathToFileURL(RUNNER).href)) as RunnerModule;
   const real = await createCniConfigurator({
     runtime: createCniRuntime({ pluginDirs: ['/usr/lib/cni'], cacheDir }),
     iptables: { ipv4: createIptables(), ipv6: createIptables({ family: 'ipv6' }) },
@@ -92,7 +63,7 @@ async function main(phase: (typeof PHASES)[number]): Promise<void> {
     phase === 'overhead' ? { ...real, check: () => Promise.resolve({ ran: false }) } : real;
   const before = memory();
   const began = performance.now();
-  const runner = await runnerModule.createAllocRunner({
+  const runner = await createAllocRunner({
     configurator,
     dataDir,
     netnsPrefix: prefix,

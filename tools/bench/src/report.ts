@@ -1,0 +1,529 @@
+// The suite's report: a markdown summary (p50/p95, ratios against the floor and the peer from the
+// same run, the goals) and PNG charts (vega-lite rendered to SVG, then to PNG with resvg).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Resvg } from '@resvg/resvg-js';
+import * as vega from 'vega';
+import { compile } from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
+import type { PeerPhase, PeerResult } from './contenders.js';
+import type { BenchEnvironment } from './env.js';
+import type { InnerResult, PhaseSamples } from './samples.js';
+import { percentile } from './stats.js';
+
+export type Contender = 'floor' | 'peer' | 'allocnet-lib' | 'allocnet-agent';
+
+export interface SequentialRun {
+  readonly rep: number;
+  readonly contender: Contender;
+  readonly result: InnerResult | PeerResult;
+}
+export type ConcurrentRun = SequentialRun;
+
+export interface ScaleRun {
+  readonly live: number;
+  readonly window: number;
+  /** Setup i was made with i allocations already live. */
+  readonly setupMs: readonly number[];
+  /** Teardown i was made with live - i allocations live. */
+  readonly teardownMs: readonly number[];
+  readonly rssMiB: number;
+  readonly rssAfterRestoreMiB: number;
+  readonly cpuSecondsPerSetup: number;
+  readonly restart: {
+    readonly spawnToReadyMs: number;
+    readonly restoreMs: number;
+    readonly kept: number;
+    readonly recreated: number;
+    readonly failed: number;
+  };
+}
+
+export interface ReapRun {
+  readonly allocs: number;
+  readonly nomadAllocs: number;
+  readonly allocnetMs: number;
+  readonly nomadMs: number;
+}
+
+export interface SuiteResults {
+  readonly command: string;
+  readonly environment: BenchEnvironment;
+  readonly plan: unknown;
+  readonly sequential: readonly SequentialRun[];
+  readonly concurrent: readonly ConcurrentRun[];
+  readonly scale: ScaleRun | undefined;
+  readonly reap: ReapRun | undefined;
+  readonly durationS: number;
+}
+
+const CONTENDERS: readonly Contender[] = ['floor', 'peer', 'allocnet-lib', 'allocnet-agent'];
+
+function isPeer(r: InnerResult | PeerResult): r is PeerResult {
+  return 'remove' in r;
+}
+
+/** p50, p95 and counts of one phase, whoever ran it. */
+interface PhaseSummary {
+  readonly p50: number;
+  readonly p95: number;
+  readonly ok: number;
+  readonly failed: number;
+  readonly retries: number;
+  readonly totalMs: number;
+}
+
+function summarizePhase(phase: PhaseSamples | PeerPhase): PhaseSummary {
+  if ('samplesMs' in phase)
+    return {
+      p50: phase.samplesMs.length === 0 ? Number.NaN : percentile(phase.samplesMs, 50),
+      p95: phase.samplesMs.length === 0 ? Number.NaN : percentile(phase.samplesMs, 95),
+      ok: phase.samplesMs.length,
+      failed: phase.failures.length,
+      retries: phase.retries,
+      totalMs: phase.totalMs,
+    };
+  return {
+    p50: phase.p50Ms,
+    p95: phase.p95Ms,
+    ok: phase.ok,
+    failed: phase.failed,
+    retries: phase.retriedOps ?? 0,
+    totalMs: phase.totalMs,
+  };
+}
+
+function phases(r: InnerResult | PeerResult): { setup: PhaseSummary; teardown: PhaseSummary } {
+  return isPeer(r)
+    ? { setup: summarizePhase(r.setup), teardown: summarizePhase(r.remove) }
+    : { setup: summarizePhase(r.setup), teardown: summarizePhase(r.teardown) };
+}
+
+function median(values: readonly number[]): number {
+  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 === 1
+    ? (v[mid] as number)
+    : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
+}
+
+const f1 = (n: number) => (Number.isNaN(n) ? '–' : n.toFixed(1));
+const f2 = (n: number) => (Number.isNaN(n) ? '–' : n.toFixed(2));
+
+interface Goal {
+  readonly goal: string;
+  readonly measured: string;
+  readonly met: boolean | undefined;
+}
+
+/** Per contender and phase: medians over reps of p50 and p95, and per-rep ratios' medians. */
+function sequentialTable(runs: readonly SequentialRun[]) {
+  const byRep = new Map<number, Map<Contender, ReturnType<typeof phases>>>();
+  for (const run of runs) {
+    const m = byRep.get(run.rep) ?? new Map<Contender, ReturnType<typeof phases>>();
+    m.set(run.contender, phases(run.result));
+    byRep.set(run.rep, m);
+  }
+  const reps = [...byRep.values()];
+  const stat = (c: Contender, phase: 'setup' | 'teardown', key: 'p50' | 'p95') =>
+    median(reps.map((m) => m.get(c)?.[phase][key] ?? Number.NaN));
+  const ratio = (c: Contender, vs: Contender, phase: 'setup' | 'teardown') =>
+    median(
+      reps.map(
+        (m) => (m.get(c)?.[phase].p50 ?? Number.NaN) / (m.get(vs)?.[phase].p50 ?? Number.NaN),
+      ),
+    );
+  return { stat, ratio, reps: reps.length };
+}
+
+function concurrentTable(runs: readonly ConcurrentRun[]) {
+  const rows = CONTENDERS.map((c) => {
+    const mine = runs.filter((r) => r.contender === c).map((r) => phases(r.result).setup);
+    return {
+      contender: c,
+      failed: mine.reduce((n, p) => n + p.failed, 0),
+      retries: mine.reduce((n, p) => n + p.retries, 0),
+      attempted: mine.reduce((n, p) => n + p.ok + p.failed, 0),
+      throughput: median(mine.map((p) => p.ok / (p.totalMs / 1000))),
+      p50: median(mine.map((p) => p.p50)),
+    };
+  });
+  return rows;
+}
+
+function windowP50(samples: readonly number[], from: number, to: number): number {
+  const slice = samples.slice(from, to);
+  return slice.length === 0 ? Number.NaN : percentile(slice, 50);
+}
+
+function scaleSummary(s: ScaleRun) {
+  const w = s.window;
+  const setupLow = windowP50(s.setupMs, 0, w);
+  const setupHigh = windowP50(s.setupMs, s.live - w, s.live);
+  // Teardowns run from `live` allocations down to one: the first window is at the high count.
+  const teardownHigh = windowP50(s.teardownMs, 0, w);
+  const teardownLow = windowP50(s.teardownMs, s.live - w, s.live);
+  return { setupLow, setupHigh, teardownLow, teardownHigh };
+}
+
+/** The goals of issue 8, measured in this run. */
+function goals(r: SuiteResults): Goal[] {
+  const out: Goal[] = [];
+  if (r.sequential.length > 0) {
+    const t = sequentialTable(r.sequential);
+    const check = (phase: 'setup' | 'teardown', vs: Contender, limit: number) => {
+      const v = t.ratio('allocnet-agent', vs, phase);
+      out.push({
+        goal: `${phase} p50 through the agent ≤ ${limit.toFixed(2)}× ${vs}`,
+        measured: `${f2(v)}×`,
+        met: Number.isNaN(v) ? undefined : v <= limit,
+      });
+    };
+    check('setup', 'floor', 1.1);
+    check('setup', 'peer', 1.0);
+    check('teardown', 'floor', 1.1);
+    check('teardown', 'peer', 1.0);
+  }
+  if (r.concurrent.length > 0) {
+    const rows = concurrentTable(r.concurrent);
+    const agent = rows.find((x) => x.contender === 'allocnet-agent');
+    const peer = rows.find((x) => x.contender === 'peer');
+    if (agent !== undefined)
+      out.push({
+        goal: 'concurrent: zero failed setups through the agent',
+        measured: `${agent.failed} failed, ${agent.retries} retries in ${agent.attempted}`,
+        met: agent.failed === 0,
+      });
+    if (agent !== undefined && peer !== undefined)
+      out.push({
+        goal: 'concurrent: throughput through the agent ≥ go-cni',
+        measured: `${f2(agent.throughput)} vs ${f2(peer.throughput)} setups/s`,
+        met: agent.throughput >= peer.throughput,
+      });
+  }
+  if (r.scale !== undefined) {
+    const s = scaleSummary(r.scale);
+    const w = r.scale.window;
+    out.push({
+      goal: `scale: setup p50 at ${r.scale.live - w + 1}–${r.scale.live} live ≤ 1.5× at 1–${w}`,
+      measured: `${f2(s.setupHigh / s.setupLow)}× (${f1(s.setupHigh)} / ${f1(s.setupLow)} ms)`,
+      met: s.setupHigh / s.setupLow <= 1.5,
+    });
+    out.push({
+      goal: `scale: teardown p50 at ${r.scale.live - w + 1}–${r.scale.live} live ≤ 1.5× at 1–${w}`,
+      measured: `${f2(s.teardownHigh / s.teardownLow)}× (${f1(s.teardownHigh)} / ${f1(s.teardownLow)} ms)`,
+      met: s.teardownHigh / s.teardownLow <= 1.5,
+    });
+    out.push({
+      goal: `agent RSS ≤ 150 MB with ${r.scale.live} live allocations`,
+      measured: `${f1(r.scale.rssMiB)} MiB (${f1(r.scale.rssAfterRestoreMiB)} after the restart)`,
+      met: r.scale.rssMiB * 1.048576 <= 150,
+    });
+    out.push({
+      goal: `restore of ${r.scale.live} allocations ≤ 60 s`,
+      measured: `${f1(r.scale.restart.restoreMs / 1000)} s (${f1(r.scale.restart.spawnToReadyMs / 1000)} s from spawn to serving; kept ${r.scale.restart.kept}, recreated ${r.scale.restart.recreated}, failed ${r.scale.restart.failed})`,
+      met: r.scale.restart.restoreMs <= 60_000 && r.scale.restart.failed === 0,
+    });
+  }
+  if (r.reap !== undefined) {
+    const speedup = r.reap.nomadMs / r.reap.nomadAllocs / (r.reap.allocnetMs / r.reap.allocs);
+    out.push({
+      goal: `reap ${r.reap.allocs} leaked allocations ≥ 100× faster than per-allocation cleanup`,
+      measured: `${speedup.toFixed(0)}× per allocation`,
+      met: speedup >= 100,
+    });
+    out.push({
+      goal: `reap ${r.reap.allocs} leaked allocations in < 1 s`,
+      measured: `${f1(r.reap.allocnetMs)} ms`,
+      met: r.reap.allocnetMs < 1000,
+    });
+  }
+  return out;
+}
+
+/** The markdown summary. */
+export function markdown(
+  r: SuiteResults,
+  images: { latency?: string; scale?: string; throughput?: string },
+): string {
+  const e = r.environment;
+  const lines: string[] = [
+    `Command: \`${r.command}\` (${r.durationS.toFixed(0)} s). Machine: ${e.cpu}, ${e.cores} cores, ${e.memoryGiB} GiB; kernel ${e.kernel}; Node ${e.node}; ${e.plugins}; ${e.iptables}; peer: ${e.goCni}; load before the run ${e.loadAverage}. ${e.date}.`,
+    '',
+  ];
+  const g = goals(r);
+  if (g.length > 0) {
+    lines.push('### Goals', '', '| goal | measured | met |', '| --- | --- | --- |');
+    for (const x of g)
+      lines.push(
+        `| ${x.goal} | ${x.measured} | ${x.met === undefined ? '–' : x.met ? 'yes' : '**no**'} |`,
+      );
+    lines.push('');
+  }
+  if (r.sequential.length > 0) {
+    const t = sequentialTable(r.sequential);
+    const n = (r.plan as { sequential: { n: number } }).sequential.n;
+    lines.push(
+      `### Sequential: ${n} setups, then ${n} teardowns, one at a time (medians over ${t.reps} rep(s), fresh node each)`,
+      '',
+      '| contender | setup p50 ms | setup p95 ms | teardown p50 ms | teardown p95 ms | setup ÷ floor | setup ÷ peer | teardown ÷ floor | teardown ÷ peer |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    );
+    for (const c of CONTENDERS)
+      lines.push(
+        `| ${c} | ${f1(t.stat(c, 'setup', 'p50'))} | ${f1(t.stat(c, 'setup', 'p95'))} | ${f1(t.stat(c, 'teardown', 'p50'))} | ${f1(t.stat(c, 'teardown', 'p95'))} | ${f2(t.ratio(c, 'floor', 'setup'))} | ${f2(t.ratio(c, 'peer', 'setup'))} | ${f2(t.ratio(c, 'floor', 'teardown'))} | ${f2(t.ratio(c, 'peer', 'teardown'))} |`,
+      );
+    lines.push(
+      '',
+      "Teardown of allocnet includes the leak audit; the peer's is go-cni's Remove; the floor's is the plugins' DEL alone.",
+      '',
+    );
+    if (images.latency !== undefined) lines.push(`![latency per contender](${images.latency})`, '');
+  }
+  if (r.concurrent.length > 0) {
+    const p = r.plan as { concurrent: { n: number; width: number; reps: number } };
+    lines.push(
+      `### Concurrent: ${p.concurrent.n} setups ${p.concurrent.width} at a time on a fresh node (${p.concurrent.reps} rep(s))`,
+      '',
+      '| contender | failed setups | retries | setups/s (median) | setup p50 ms |',
+      '| --- | --- | --- | --- | --- |',
+    );
+    for (const row of concurrentTable(r.concurrent))
+      lines.push(
+        `| ${row.contender} | ${row.failed} of ${row.attempted} | ${row.retries} | ${f2(row.throughput)} | ${f1(row.p50)} |`,
+      );
+    lines.push(
+      '',
+      'The peer and the floor make one attempt per setup (their failures are the first-setup race); allocnet retries as Nomad does and counts retries.',
+      '',
+    );
+    if (images.throughput !== undefined) lines.push(`![throughput](${images.throughput})`, '');
+  }
+  if (r.scale !== undefined) {
+    const s = scaleSummary(r.scale);
+    const w = r.scale.window;
+    lines.push(
+      `### Scale: the agent up to ${r.scale.live} live allocations, one operation at a time`,
+      '',
+      `| | 1–${w} live | ${r.scale.live - w + 1}–${r.scale.live} live | ratio |`,
+      '| --- | --- | --- | --- |',
+      `| setup p50 ms | ${f1(s.setupLow)} | ${f1(s.setupHigh)} | ${f2(s.setupHigh / s.setupLow)} |`,
+      `| teardown p50 ms | ${f1(s.teardownLow)} | ${f1(s.teardownHigh)} | ${f2(s.teardownHigh / s.teardownLow)} |`,
+      '',
+      `Agent RSS with ${r.scale.live} live: ${f1(r.scale.rssMiB)} MiB (${f1(r.scale.rssAfterRestoreMiB)} MiB after the restart); agent CPU per setup: ${(r.scale.cpuSecondsPerSetup * 1000).toFixed(1)} ms (the agent process alone; plugins are separate processes). Restore of ${r.scale.live} after a restart: ${f1(r.scale.restart.restoreMs / 1000)} s (kept ${r.scale.restart.kept}, recreated ${r.scale.restart.recreated}, failed ${r.scale.restart.failed}); ${f1(r.scale.restart.spawnToReadyMs / 1000)} s from spawn to serving.`,
+      '',
+    );
+    if (images.scale !== undefined)
+      lines.push(`![p50 against live allocations](${images.scale})`, '');
+  }
+  if (r.reap !== undefined) {
+    lines.push(
+      '### Leak reap',
+      '',
+      `allocnet reaped ${r.reap.allocs} leaked allocations (discovery included) in ${f1(r.reap.allocnetMs)} ms (${(r.reap.allocnetMs / r.reap.allocs).toFixed(3)} ms each); Nomad's per-allocation cleanup took ${f1(r.reap.nomadMs)} ms for ${r.reap.nomadAllocs} (${(r.reap.nomadMs / r.reap.nomadAllocs).toFixed(1)} ms each).`,
+      '',
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+async function png(spec: TopLevelSpec, file: string): Promise<void> {
+  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  const image = new Resvg(svg, {
+    background: 'white',
+    font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' },
+    fitTo: { mode: 'zoom', value: 2 },
+  }).render();
+  writeFileSync(file, image.asPng());
+  view.finalize();
+}
+
+const CONFIG = { font: 'DejaVu Sans', axis: { labelFontSize: 11, titleFontSize: 12 } };
+
+function latencySpec(r: SuiteResults): TopLevelSpec {
+  const raw: { contender: string; phase: string; ms: number }[] = [];
+  const peer: {
+    contender: string;
+    phase: string;
+    p50: number;
+    p95: number;
+    min: number;
+    max: number;
+  }[] = [];
+  for (const run of r.sequential) {
+    if (isPeer(run.result)) {
+      for (const [phase, p] of [
+        ['setup', run.result.setup],
+        ['teardown', run.result.remove],
+      ] as const)
+        peer.push({
+          contender: 'peer',
+          phase,
+          p50: p.p50Ms,
+          p95: p.p95Ms,
+          min: p.minMs,
+          max: p.maxMs,
+        });
+    } else {
+      for (const ms of run.result.setup.samplesMs)
+        raw.push({ contender: run.contender, phase: 'setup', ms });
+      for (const ms of run.result.teardown.samplesMs)
+        raw.push({ contender: run.contender, phase: 'teardown', ms });
+    }
+  }
+  const y = { field: 'contender', type: 'nominal', sort: CONTENDERS, title: null } as const;
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title:
+      'Latency per operation, sequential (box: quartiles, whiskers: min–max; peer: min–max, p50 and p95 ticks)',
+    config: CONFIG,
+    facet: { row: { field: 'phase', type: 'nominal', title: null } },
+    data: {
+      values: [
+        ...raw.map((x) => ({ ...x, kind: 'raw' })),
+        ...peer.map((x) => ({ ...x, kind: 'peer' })),
+      ],
+    },
+    spec: {
+      width: 640,
+      height: 140,
+      layer: [
+        {
+          transform: [{ filter: "datum.kind === 'raw'" }],
+          mark: { type: 'boxplot', extent: 'min-max' },
+          encoding: {
+            y,
+            x: { field: 'ms', type: 'quantitative', title: 'ms' },
+            color: { field: 'contender', type: 'nominal', legend: null },
+          },
+        },
+        {
+          transform: [{ filter: "datum.kind === 'peer'" }],
+          mark: 'rule',
+          encoding: {
+            y,
+            x: { aggregate: 'min', field: 'min', type: 'quantitative' },
+            x2: { aggregate: 'max', field: 'max' },
+          },
+        },
+        {
+          transform: [{ filter: "datum.kind === 'peer'" }],
+          mark: { type: 'tick', thickness: 3, color: 'black' },
+          encoding: { y, x: { field: 'p50', type: 'quantitative' } },
+        },
+        {
+          transform: [{ filter: "datum.kind === 'peer'" }],
+          mark: { type: 'tick', thickness: 2, color: 'gray' },
+          encoding: { y, x: { field: 'p95', type: 'quantitative' } },
+        },
+      ],
+    },
+    resolve: { scale: { x: 'independent' } },
+  };
+}
+
+function scaleSpec(s: ScaleRun): TopLevelSpec {
+  const w = s.window;
+  const values: { live: number; op: string; p50: number }[] = [];
+  for (let from = 0; from < s.live; from += w) {
+    values.push({
+      live: Math.min(from + w, s.live),
+      op: 'setup',
+      p50: windowP50(s.setupMs, from, from + w),
+    });
+    // Teardown i happens with live - i allocations live.
+    values.push({
+      live: s.live - from,
+      op: 'teardown',
+      p50: windowP50(s.teardownMs, from, from + w),
+    });
+  }
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: `p50 per ${w} operations against live allocations (the agent, one at a time)`,
+    config: CONFIG,
+    width: 640,
+    height: 280,
+    data: { values },
+    mark: { type: 'line', point: true },
+    encoding: {
+      x: { field: 'live', type: 'quantitative', title: 'live allocations' },
+      y: { field: 'p50', type: 'quantitative', title: 'p50 ms' },
+      color: { field: 'op', type: 'nominal', title: null },
+    },
+  };
+}
+
+function throughputSpec(r: SuiteResults): TopLevelSpec {
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: 'Concurrent setups on a fresh node: successful setups per second (each rep)',
+    config: CONFIG,
+    width: 640,
+    height: 160,
+    data: {
+      values: r.concurrent.map((run) => {
+        const s = phases(run.result).setup;
+        return { contender: run.contender, perSecond: s.ok / (s.totalMs / 1000), failed: s.failed };
+      }),
+    },
+    layer: [
+      {
+        mark: { type: 'bar', opacity: 0.35 },
+        encoding: {
+          y: { field: 'contender', type: 'nominal', sort: CONTENDERS, title: null },
+          x: { aggregate: 'median', field: 'perSecond', type: 'quantitative', title: 'setups/s' },
+        },
+      },
+      {
+        mark: { type: 'point', filled: true },
+        encoding: {
+          y: { field: 'contender', type: 'nominal', sort: CONTENDERS },
+          x: { field: 'perSecond', type: 'quantitative' },
+        },
+      },
+    ],
+  } as TopLevelSpec;
+}
+
+/** Writes suite.md and the charts into `out` (and docs/performance.md with its images); returns the markdown. */
+export async function writeReport(
+  r: SuiteResults,
+  where: { out: string; docs: string | undefined },
+): Promise<string> {
+  const targets = [{ dir: where.out, prefix: '' }];
+  if (where.docs !== undefined)
+    targets.push({ dir: join(where.docs, 'performance'), prefix: 'performance/' });
+  const images: { latency?: string; scale?: string; throughput?: string } = {};
+  for (const t of targets) {
+    mkdirSync(t.dir, { recursive: true });
+    if (r.sequential.length > 0) await png(latencySpec(r), join(t.dir, 'latency.png'));
+    if (r.concurrent.length > 0) await png(throughputSpec(r), join(t.dir, 'throughput.png'));
+    if (r.scale !== undefined) await png(scaleSpec(r.scale), join(t.dir, 'scale.png'));
+  }
+  if (r.sequential.length > 0) images.latency = 'latency.png';
+  if (r.concurrent.length > 0) images.throughput = 'throughput.png';
+  if (r.scale !== undefined) images.scale = 'scale.png';
+  const summary = markdown(r, images);
+  writeFileSync(join(where.out, 'suite.md'), summary);
+  if (where.docs !== undefined) {
+    const docImages = Object.fromEntries(
+      Object.entries(images).map(([k, v]) => [k, `performance/${v}`]),
+    );
+    writeFileSync(
+      join(where.docs, 'performance.md'),
+      [
+        '# Performance',
+        '',
+        "allocnet against go-cni (`../shared/peer`, the library Nomad uses) and against the plugins' own floor (a plain loop exec'ing each plugin), measured side by side in one run, each contender on fresh throwaway namespaces. Made by the command below (root, after set-up, with the peer built by `../shared/peer/build.sh`); `--quick` is a short run. Every raw sample is in `tools/bench/results/suite.json`.",
+        '',
+        '## Latest run',
+        '',
+        markdown(r, docImages),
+      ].join('\n'),
+    );
+  }
+  return summary;
+}
