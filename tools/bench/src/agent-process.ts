@@ -33,6 +33,8 @@ export interface BenchAgentOptions {
   readonly netnsPrefix: string;
   readonly pluginDir: string;
   readonly concurrency?: number;
+  /** Log at debug level (plugin and iptables timings). */
+  readonly debug?: boolean;
 }
 
 /** Starts the agent and resolves once it serves (its ready file is written). */
@@ -49,7 +51,7 @@ export async function startBenchAgent(o: BenchAgentOptions): Promise<BenchAgent>
       '--conf-dir', join(o.dir, 'net.d'), '--ipam-data-dir', join(o.dir, 'ipam'),
       '--plugin-dir', o.pluginDir, '--netns-prefix', o.netnsPrefix,
       '--metrics-address', 'off', '--ready-file', readyFile,
-      '--log-format', 'json',
+      '--log-format', 'json', '--log-level', o.debug === true ? 'debug' : 'info',
     ], // prettier-ignore
     {
       stdio: ['ignore', 'ignore', 'pipe'],
