@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '@allocnet/cni';
 import { createIptables } from '@allocnet/iptables-node';
-import { createRecordingRunner, ok } from '@allocnet/iptables-node/testing';
+import { createRecordingRunner, exit, ok } from '@allocnet/iptables-node/testing';
 import type { RecordingRunner } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { addResult, createFakeRuntime } from './testing/index.js';
@@ -202,6 +202,17 @@ describe('setup', () => {
     });
     expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD']);
     expect(sleeps).toEqual([]);
+  });
+
+  it('says when the host prerequisites failed, before any ADD', async () => {
+    await make();
+    v4.reply(exit(4, 'iptables-save v1.8.9 (nf_tables): Could not fetch rule set generation id'));
+    await expect(configurator.setup(spec, '/run/netns/a1')).rejects.toMatchObject({
+      code: 'setup-failed',
+      attempts: 0,
+      message: `setting up "${ID}" in network "nomad" failed before the first ADD (host prerequisites): iptables-save failed (exit status 4): iptables-save v1.8.9 (nf_tables): Could not fetch rule set generation id`,
+    });
+    expect(runtime.calls.filter((c) => c.verb === 'ADD')).toEqual([]);
   });
 
   it('refuses bad input before anything runs', async () => {

@@ -301,11 +301,14 @@ export async function createCniConfigurator(
     const unavailable =
       (isCniError(error) && (error.code === 'plugin-not-found' || error.code === 'spawn')) ||
       (isIptablesError(error) && error.code === 'spawn');
-    const tries = `${context.attempts} attempt${context.attempts === 1 ? '' : 's'}`;
+    const tries =
+      context.attempts === 0
+        ? 'before the first ADD (host prerequisites)'
+        : `after ${context.attempts} attempt${context.attempts === 1 ? '' : 's'}`;
     return new ConfiguratorError(
       aborted
         ? `${where} was cancelled: ${messageOf(error)}`
-        : `${where} failed after ${tries}: ${messageOf(error)}`,
+        : `${where} failed ${tries}: ${messageOf(error)}`,
       {
         code: aborted ? 'aborted' : unavailable ? 'unavailable' : 'setup-failed',
         allocId: context.allocId,
