@@ -59,13 +59,6 @@ async function cli(...argv: string[]) {
   return execa(process.execPath, [CLI, ...argv, ...where], { reject: false });
 }
 
-async function ruleset(): Promise<string> {
-  return (await node.exec(['iptables-save'])).stdout
-    .split('\n')
-    .filter((l) => !l.startsWith('#'))
-    .join('\n');
-}
-
 it('finds, dry-runs, cleans up and reaps an allocation’s leaked state, and nothing else', async () => {
   const ipt = createIptables({ netns: node.path });
   await ipt.restore(
@@ -74,7 +67,7 @@ it('finds, dry-runs, cleans up and reaps an allocation’s leaked state, and not
       .newChain('nat', 'CNI-HOSTPORT-DNAT')
       .newChain('nat', 'CNI-HOSTPORT-SETMARK'),
   );
-  const baseline = await ruleset();
+  const baseline = await node.ruleset();
   const batch = createBatch();
   addPluginShapes(batch, {
     network: 'nomad',
@@ -121,13 +114,13 @@ it('finds, dry-runs, cleans up and reaps an allocation’s leaked state, and not
     ].join('\n'),
   );
 
-  const before = await ruleset();
+  const before = await node.ruleset();
   const dry = await cli('cleanup', LEAKED, '--dry-run');
   expect(dry.exitCode).toBe(0);
   expect(dry.stdout.split('\n')[0]).toBe(
     `${LEAKED}: would remove 5 rule(s), 2 chain(s), 1 reservation(s), 0 cache file(s)`,
   );
-  expect(await ruleset()).toBe(before);
+  expect(await node.ruleset()).toBe(before);
 
   const reaped = await cli('leaks', '--reap', '--known-file', known);
   expect(reaped).toMatchObject({
@@ -143,7 +136,7 @@ it('finds, dry-runs, cleans up and reaps an allocation’s leaked state, and not
   expect(cleaned.stdout.split('\n')[0]).toBe(
     `${LIVE}: removed 3 rule(s), 1 chain(s), 1 reservation(s), 0 cache file(s)`,
   );
-  expect(await ruleset()).toBe(baseline);
+  expect(await node.ruleset()).toBe(baseline);
   expect(await readdir(ipam)).toEqual([]);
   expect((await cli('cleanup', LIVE)).stdout.split('\n')[0]).toBe(
     `${LIVE}: removed 0 rule(s), 0 chain(s), 0 reservation(s), 0 cache file(s)`,

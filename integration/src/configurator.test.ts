@@ -78,16 +78,6 @@ function spec(extra: Partial<AllocNetworkSpec> = {}): AllocNetworkSpec {
   };
 }
 
-/** The node's whole ruleset, both families, without counters and comments. */
-async function ruleset(): Promise<string> {
-  const text = `${(await node.exec(['iptables-save'])).stdout}${(await node.exec(['ip6tables-save'])).stdout}`;
-  return text
-    .split('\n')
-    .filter((l) => !l.startsWith('#'))
-    .map((l) => l.replace(/\[\d+:\d+\]/, '[0:0]'))
-    .join('\n');
-}
-
 /** host-local's reservation files under the test's IPAM dirs. */
 async function reservations(): Promise<string[]> {
   const found: string[] = [];
@@ -124,7 +114,7 @@ describe('the configurator on the real plugins', () => {
     expect(bridges).toHaveLength(1);
     expect(bridges[0]).toMatch(/^\d+: nomad:/);
     // Each shared jump exists once: no setup inserted a duplicate.
-    const rules = await ruleset();
+    const rules = await node.ruleset();
     expect(
       rules.match(/-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD/g),
     ).toHaveLength(1);
@@ -237,7 +227,7 @@ describe('the configurator on the real plugins', () => {
         warm.path,
       );
       await c.teardown(first.status.allocId, first.attachment);
-      const before = await ruleset();
+      const before = await node.ruleset();
 
       const ctr = await lab.container();
       const { status, attachment } = await c.setup(
@@ -247,7 +237,7 @@ describe('the configurator on the real plugins', () => {
         }),
         ctr.path,
       );
-      expect(await ruleset()).not.toEqual(before);
+      expect(await node.ruleset()).not.toEqual(before);
       await node.exec(['ip', 'netns', 'del', ctr.name]);
       const report = await c.teardown(status.allocId, attachment);
       expect(report.delError).toBeUndefined();
@@ -255,7 +245,7 @@ describe('the configurator on the real plugins', () => {
       expect(report.removed.chains.map((ch) => ch.chain)).toContain(
         allocChains(status.network, status.allocId).masq,
       );
-      expect(await ruleset()).toEqual(before);
+      expect(await node.ruleset()).toEqual(before);
       expect(await reservations()).toEqual([]);
     },
   );
@@ -265,7 +255,7 @@ describe('the configurator on the real plugins', () => {
     const warm = await lab.container();
     const first = await c.setup(spec({ ports: [{ label: 'p', value: 9000 }] }), warm.path);
     await c.teardown(first.status.allocId, first.attachment);
-    const before = await ruleset();
+    const before = await node.ruleset();
 
     const ipt = createIptables({ netns: node.path });
     const batch = createBatch();
@@ -294,7 +284,7 @@ describe('the configurator on the real plugins', () => {
     expect(report.failed).toEqual([]);
     expect(report.reaped).toHaveLength(1000);
     expect(progress.at(-1)).toBe(1000);
-    expect(await ruleset()).toEqual(before);
+    expect(await node.ruleset()).toEqual(before);
     expect(await reservations()).toEqual([]);
     expect((await c.findLeaks([])).leaks).toEqual([]);
   });

@@ -146,14 +146,7 @@ export async function createRunnerHost(): Promise<RunnerHost> {
       };
     },
 
-    async ruleset() {
-      const text = `${(await node.exec(['iptables-save'])).stdout}${(await node.exec(['ip6tables-save'])).stdout}`;
-      return text
-        .split('\n')
-        .filter((l) => !l.startsWith('#'))
-        .map((l) => l.replace(/\[\d+:\d+\]/, '[0:0]'))
-        .join('\n');
-    },
+    ruleset: () => node.ruleset(),
 
     async reservations() {
       const found: Record<string, string> = {};

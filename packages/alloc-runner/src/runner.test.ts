@@ -620,8 +620,8 @@ describe('restore', () => {
     const { runner, configurator } = await make(first);
     configurator.fail(
       'check',
-      new ConfiguratorError('CHECK of "x" failed: plugin "bridge" did not start: EAGAIN', {
-        code: 'check-failed',
+      new ConfiguratorError('CHECK of "x" could not run: plugin "bridge" did not start: EAGAIN', {
+        code: 'unavailable',
         cause: new CniError('plugin "bridge" did not start: EAGAIN', {
           code: 'spawn',
           msg: 'EAGAIN',
@@ -635,7 +635,8 @@ describe('restore', () => {
         from: 'ready',
         result: 'error',
         checked: false,
-        error: 'CHECK could not run: CHECK of "x" failed: plugin "bridge" did not start: EAGAIN',
+        error:
+          'CHECK could not run: CHECK of "x" could not run: plugin "bridge" did not start: EAGAIN',
       },
     ]);
     expect(configurator.calls.map((c) => c.method)).toEqual(['check']);

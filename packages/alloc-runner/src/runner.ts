@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import { NAME_PATTERN, isCniError, silentLogger } from '@allocnet/cni';
+import { NAME_PATTERN, silentLogger } from '@allocnet/cni';
 import type { Logger } from '@allocnet/cni';
 import type {
   AllocAttachment,
@@ -225,27 +225,13 @@ const RESULTS: readonly RestoreResult[] = [
   'error',
 ];
 
-/** CNI error codes that say a CHECK could not run, rather than that it found the network broken. */
-const CHECK_COULD_NOT_RUN = new Set<string>([
-  'spawn',
-  'timeout',
-  'aborted',
-  'plugin-not-found',
-  'invalid-config',
-  'no-common-version',
-  'incompatible-version',
-  'check-not-supported',
-]);
-
 /**
- * Whether a CHECK error says the allocation's network is broken: a `check-failed` from the
- * configurator whose cause is a plugin's answer (or the configurator's own port-mapping check),
- * not a plugin that did not start, timed out or cannot run this config, nor an iptables failure.
+ * Whether a CHECK error says the allocation's network is broken: the configurator's
+ * `check-failed`. A CHECK that could not run (a plugin that did not start or timed out, a config
+ * the plugins cannot run: `unavailable`, `aborted`) or an iptables failure found nothing broken.
  */
 function foundBroken(error: unknown): boolean {
-  if (!isConfiguratorError(error) || error.code !== 'check-failed') return false;
-  const cause: unknown = error.cause;
-  return !(isCniError(cause) && CHECK_COULD_NOT_RUN.has(cause.code));
+  return isConfiguratorError(error) && error.code === 'check-failed';
 }
 
 /** The netns part of a setup: make a namespace, reuse it (remaking it if gone), or use the given one. */

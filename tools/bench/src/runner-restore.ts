@@ -15,7 +15,6 @@ import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
-import type { TestNetns } from '@allocnet/testns';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({
@@ -47,15 +46,6 @@ interface RestoreOut {
   readonly memoryAfter: Memory;
 }
 
-async function ruleset(node: TestNetns): Promise<string> {
-  const text = `${(await node.exec(['iptables-save'])).stdout}${(await node.exec(['ip6tables-save'])).stdout}`;
-  return text
-    .split('\n')
-    .filter((l) => !l.startsWith('#'))
-    .map((l) => l.replace(/\[\d+:\d+\]/, '[0:0]'))
-    .join('\n');
-}
-
 async function one(n: number) {
   const lab = createNetnsLab();
   const tmp = await tempDir('allocnet-bench-runner-');
@@ -74,7 +64,7 @@ async function one(n: number) {
     // One allocation up and down first, so the bridge and the shared chains are the baseline.
     await phase('setup', 1);
     await phase('teardown', 1);
-    const before = await ruleset(node);
+    const before = await node.ruleset();
 
     const setup = await phase<{ ms: number; addresses: string[] }>('setup');
     const restore = await phase<RestoreOut>('restore');
@@ -86,7 +76,7 @@ async function one(n: number) {
         throw new Error(`restore of ${n} changed addresses`);
     }
     const teardown = await phase<{ ms: number }>('teardown');
-    if ((await ruleset(node)) !== before) throw new Error(`teardown of ${n} left rules behind`);
+    if ((await node.ruleset()) !== before) throw new Error(`teardown of ${n} left rules behind`);
     const left = readdirSync('/run/netns').filter((name) => name.startsWith(prefix));
     if (left.length > 0) throw new Error(`teardown of ${n} left ${left.length} namespaces`);
     return { n, setupMs: setup.ms, restore, overhead, teardownMs: teardown.ms };

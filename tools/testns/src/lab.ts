@@ -25,6 +25,11 @@ export interface TestNetns {
   exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
   /** The names of the links inside, `lo` included. */
   links(): Promise<string[]>;
+  /**
+   * `iptables-save` then `ip6tables-save` inside, without the comment lines and with every
+   * counter zeroed: two of them compare equal exactly when the rules and chains are the same.
+   */
+  ruleset(): Promise<string>;
 }
 
 export interface NetnsLab {
@@ -86,6 +91,18 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
       exec: (argv, execOptions) => run(['ip', 'netns', 'exec', name, ...argv], execOptions),
       links: async () =>
         parseLinkNames((await run(['ip', '-n', name, '-o', 'link', 'show'])).stdout),
+      ruleset: async () => {
+        const [v4, v6] = await Promise.all(
+          ['iptables-save', 'ip6tables-save'].map((save) =>
+            run(['ip', 'netns', 'exec', name, save]),
+          ),
+        );
+        return `${v4?.stdout ?? ''}\n${v6?.stdout ?? ''}`
+          .split('\n')
+          .filter((l) => !l.startsWith('#'))
+          .map((l) => l.replace(/\[\d+:\d+\]/, '[0:0]'))
+          .join('\n');
+      },
     };
     // Recorded before it exists, so that a failure halfway is still cleaned up.
     made.push(ns);
