@@ -6,6 +6,7 @@ import { createIptables } from '@allocnet/iptables-node';
 import { createRecordingRunner, exit, ok } from '@allocnet/iptables-node/testing';
 import type { RecordingRunner } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
+import { allocChains } from './sweep.js';
 import { addResult, createFakeRuntime } from './testing/index.js';
 import type { FakeRuntime } from './testing/index.js';
 import type { AllocNetworkSpec, CniConfigurator, CniConfiguratorOptions } from './types.js';
@@ -245,22 +246,41 @@ describe('setup', () => {
 });
 
 describe('teardown', () => {
-  it('DELs with the same args and port mappings as the ADD, then audits', async () => {
+  it('DELs with the same args and port mappings as the ADD, then audits with a few cheap questions', async () => {
     await make();
     const { attachment } = await configurator.setup(spec, '/run/netns/a1');
-    v4.reply(ok(''));
-    v6.reply(ok(''));
+    const noChain = exit(1, 'iptables: No chain/target/match by that name.');
+    const noRule = exit(1, 'iptables: Bad rule (does a matching rule exist in that chain?).');
+    v4.reply(noChain, noChain, noRule, noRule);
     const before = v4.calls.length;
     const report = await configurator.teardown(ID, attachment);
     expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'DEL']);
     expect(runtime.calls[1]?.attachment).toEqual(runtime.calls[0]?.attachment);
-    expect(v4.calls.slice(before).map((c) => c.argv)).toEqual([['iptables-save']]);
+    const { masq, dnat } = allocChains('nomad', ID);
+    expect(v4.calls.slice(before).map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'nat', '-S', masq, '1'],
+      ['iptables', '--wait', '-t', 'nat', '-S', dnat, '1'],
+      ['iptables', '--wait', '-t', 'filter', '-C', 'CNI-FORWARD', '-d', '172.26.64.2/32', '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'],
+      ['iptables', '--wait', '-t', 'filter', '-C', 'CNI-FORWARD', '-s', '172.26.64.2/32', '-j', 'ACCEPT'],
+    ]); // prettier-ignore
+    expect(v6.calls).toEqual([]);
     expect(report).toEqual({
       allocId: ID,
       delRan: true,
       delError: undefined,
       removed: { rules: [], chains: [], reservations: [], cacheFiles: [] },
     });
+  });
+
+  it('reads iptables whole when a cheap question finds something left', async () => {
+    await make();
+    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    const noChain = exit(1, 'iptables: No chain/target/match by that name.');
+    v4.reply(ok('-N CNI-x'), noChain, ok(), ok());
+    const before = v4.calls.length;
+    await configurator.teardown(ID, attachment);
+    expect(v4.calls.slice(before + 4).map((c) => c.argv)).toEqual([['iptables-save']]);
+    expect(v6.calls.map((c) => c.argv)).toEqual([['ip6tables-save']]);
   });
 
   it('keeps going when DEL fails and reports it', async () => {

