@@ -19,6 +19,8 @@ export interface InnerOptions {
   readonly concurrency: number;
   readonly dir: string;
   readonly pluginDir: string;
+  /** First host port (allocation i maps portBase + i). Default 20000. */
+  readonly portBase?: number;
 }
 
 /** floor or allocnet-lib, inside the node namespace. */
@@ -31,6 +33,8 @@ export async function runInner(method: 'floor' | 'lib', o: InnerOptions): Promis
     '--ipam-dir', join(o.dir, 'ipam'),
     '--cache-dir', join(o.dir, 'cache'),
     '--plugin-dir', o.pluginDir,
+    '--port-base', String(o.portBase ?? 20000),
+    '--id-prefix', `${method === 'floor' ? 'f' : 'e'}${(o.portBase ?? 20000).toString(16).padStart(7, '0')}-0000-4000-8000-`,
   ]); // prettier-ignore
   return JSON.parse(stdout) as InnerResult;
 }

@@ -219,8 +219,23 @@ async function concurrent(): Promise<ConcurrentRun[]> {
 /** The agent up to M live allocations one at a time, a restart, then all torn down one at a time. */
 async function scale(): Promise<ScaleRun> {
   const M = PLAN.scale.live;
-  return withNode(M, async (lab, node, ctrs, dir) => {
+  const FLOOR = 10;
+  return withNode(M + 2 * FLOOR, async (lab, node, all, dir) => {
+    const ctrs = all.slice(0, M);
     const options = { node, dir, netnsPrefix: `${lab.prefix}-S`, pluginDir: PLUGIN_DIR };
+    // The plugins' own cost on this node, empty and then with M allocations: the floor.
+    const floorAt = async (from: number) => {
+      const r = await runInner('floor', {
+        node,
+        containers: all.slice(from, from + FLOOR),
+        concurrency: 1,
+        dir,
+        pluginDir: PLUGIN_DIR,
+        portBase: 50000 + from,
+      });
+      return { setupMs: r.setup.samplesMs, teardownMs: r.teardown.samplesMs };
+    };
+    const floorEmpty = await floorAt(M);
     let agent = await startBenchAgent(options);
     try {
       const setupMs: number[] = [];
@@ -244,6 +259,8 @@ async function scale(): Promise<ScaleRun> {
         if ((i + 1) % 100 === 0) log(`scale: ${i + 1}/${M} live`);
       }
       const after = processUsage(agent.pid);
+      log(`scale: the floor with ${M} live allocations`);
+      const floorFull = await floorAt(M + FLOOR);
       log(`scale: restarting the agent with ${M} live allocations`);
       await agent.stop();
       agent = await startBenchAgent(options);
@@ -277,6 +294,7 @@ async function scale(): Promise<ScaleRun> {
         rssAfterRestoreMiB: afterRestore.rssMiB,
         cpuSecondsPerSetup: (after.cpuSeconds - before.cpuSeconds) / M,
         restart,
+        floor: { empty: floorEmpty, full: floorFull },
       };
     } finally {
       await agent.stop();
