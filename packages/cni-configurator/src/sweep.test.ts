@@ -2,7 +2,7 @@ import { parseIptablesSave } from '@allocnet/iptables-node';
 import type { Family, SavedTable } from '@allocnet/iptables-node';
 import { networkFacts } from './facts.js';
 import { defaultNetworkConfig, defaultNetworkSettings } from './networks.js';
-import { allocChains, describePlan, planFor, planSweep } from './sweep.js';
+import { allocChains, describePlan, linesNotAbout, planFor, planSweep } from './sweep.js';
 import type { CacheFile, Scan } from './sweep.js';
 import type { FoundReservation } from './types.js';
 
@@ -251,5 +251,44 @@ describe('planSweep', () => {
       cacheFiles: [`/c/allocnet/adding/other-${A}-eth0`],
       reservations: [],
     });
+  });
+});
+
+describe('linesNotAbout', () => {
+  it('drops the lines of live allocations and keeps the rest, the firewall’s included', () => {
+    const a = natOf(A, '172.26.64.2', 8080);
+    const b = natOf(B, '172.26.64.3', 8081);
+    const keep = linesNotAbout(new Set([A]), ['nomad']);
+    expect([...a.chains, ...a.rules].filter(keep)).toEqual([]);
+    expect([...b.chains, ...b.rules].filter(keep)).toEqual([...b.chains, ...b.rules]);
+    for (const line of [
+      ...fw('172.26.64.2'),
+      '-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT',
+      '*nat',
+      'COMMIT',
+    ])
+      expect(keep(line)).toBe(true);
+  });
+
+  it('leaves a scan that finds the same leaks as a full one', () => {
+    const raw = [
+      '*nat', ':POSTROUTING ACCEPT [0:0]', ':CNI-HOSTPORT-DNAT - [0:0]', ':CNI-HOSTPORT-SETMARK - [0:0]',
+      ...natOf(A, '172.26.64.2', 8080).chains, ...natOf(B, '172.26.64.3', 8081).chains,
+      ...natOf(A, '172.26.64.2', 8080).rules, ...natOf(B, '172.26.64.3', 8081).rules, 'COMMIT', '',
+    ].join('\n'); // prettier-ignore
+    const full = scanOf(parseIptablesSave(raw));
+    const filtered = scanOf(parseIptablesSave(raw, linesNotAbout(new Set([A]), ['nomad'])));
+    const selection = {
+      allocIds: new Set([B]),
+      networks: ['nomad'],
+      addresses: [],
+      known: new Set([A]),
+    };
+    expect(describePlan(planSweep(filtered, selection))).toEqual(
+      describePlan(planSweep(full, selection)),
+    );
+    expect(filtered.tables.get('ipv4')?.[0]?.rules.length).toBeLessThan(
+      full.tables.get('ipv4')?.[0]?.rules.length ?? 0,
+    );
   });
 });
