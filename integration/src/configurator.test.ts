@@ -157,6 +157,29 @@ describe('the configurator on the real plugins', () => {
     await c.teardown(status.allocId, attachment);
   });
 
+  it('CHECKs the firewall rules of a dual-stack allocation itself, and names the one that went missing', async () => {
+    const c = await make({ ipv6: true });
+    const alloc = await lab.container('alloc');
+    const { status, attachment } = await c.setup(spec(), alloc.path);
+    const v6 = attachment.addresses.find((a) => a.includes(':'));
+    expect(v6).toBeDefined();
+    // ip6tables prints the address as it likes it; CHECK compares addresses, not strings.
+    await expect(c.check(attachment)).resolves.toEqual({ ran: true });
+    await node.exec(['ip6tables', '-D', 'CNI-FORWARD', '-s', `${v6}/128`, '-j', 'ACCEPT']);
+    await expect(c.check(attachment)).rejects.toThrow(
+      `CHECK of "${status.allocId}" in network "nomad" failed: a firewall rule is missing (ipv6): -A CNI-FORWARD -s ${v6}/128 -j ACCEPT`,
+    );
+    // The shared jump into the firewall's chain goes: every allocation on the node is broken.
+    await node.exec(['ip6tables', '-A', 'CNI-FORWARD', '-s', `${v6}/128`, '-j', 'ACCEPT']);
+    await expect(c.check(attachment)).resolves.toEqual({ ran: true });
+    await node.exec(['iptables', '-F', 'FORWARD']);
+    await expect(c.check(attachment)).rejects.toThrow(
+      'failed: a firewall rule is missing (ipv4): -A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+    );
+    await c.teardown(status.allocId, attachment);
+    expect(await reservations()).toEqual([]);
+  });
+
   const networks = {
     'the default network (dual-stack)': async () => ({
       c: await make({ ipv6: true }),

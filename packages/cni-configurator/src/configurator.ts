@@ -2,7 +2,7 @@ import pRetry, { AbortError } from 'p-retry';
 import { isCniError, parseNetworkConfigText, silentLogger } from '@allocnet/cni';
 import type { Attachment, CacheEntry, CniResult, NetworkConfig } from '@allocnet/cni';
 import { isIptablesError } from '@allocnet/iptables-node';
-import type { Family, Rule } from '@allocnet/iptables-node';
+import type { Family } from '@allocnet/iptables-node';
 import { NO_ADDRESS, dnsOf, pickAddress, resultAddresses } from './address.js';
 import { cniArgs } from './args.js';
 import { ConfiguratorError, invalidField, isConfiguratorError, messageOf } from './errors.js';
@@ -12,7 +12,8 @@ import { createGates } from './gates.js';
 import { readReservation } from './ipam.js';
 import { ensureHostState, sharedChains } from './host.js';
 import type { AdminRule, SharedChain } from './host.js';
-import { checkPortMappings } from './check.js';
+import { checkChainOf, checkFirewall, checkPortMappings } from './check.js';
+import { batchedChainReader } from './chain-reader.js';
 import {
   createCatalog,
   defaultNetworkConfig,
@@ -188,34 +189,8 @@ export async function createCniConfigurator(
     return facts;
   }
 
-  // Listings of the shared CNI-HOSTPORT-DNAT chain in flight, per family: concurrent CHECKs (a
-  // restore runs many) share one read. A listing that began before a CHECK asked is fresh enough:
-  // CHECK looks at allocations whose rules were written when their setup finished.
-  const sharedReads = new Map<string, Promise<readonly Rule[] | undefined>>();
-
-  /** One nat chain's rules (`iptables -S`), undefined when it does not exist. */
-  function readNatChain(
-    family: Family,
-    chain: string,
-    call: { signal?: AbortSignal },
-  ): Promise<readonly Rule[] | undefined> {
-    const read = async () => {
-      try {
-        return await iptables[family].listRules('nat', chain, call);
-      } catch (error) {
-        if (isIptablesError(error) && error.code === 'not-found') return undefined;
-        throw error;
-      }
-    };
-    if (chain !== 'CNI-HOSTPORT-DNAT') return read();
-    const key = `${family}:${chain}`;
-    let shared = sharedReads.get(key);
-    if (shared === undefined) {
-      shared = read().finally(() => sharedReads.delete(key));
-      sharedReads.set(key, shared);
-    }
-    return shared;
-  }
+  // CHECKs read iptables through one batched reader: a restore's concurrent CHECKs share reads.
+  const readChain = batchedChainReader(iptables);
 
   /** The network an attachment was set up with, parsed once per distinct config. */
   function snapshotNetwork(a: AllocAttachment): NetworkConfig {
@@ -229,6 +204,18 @@ export async function createCniConfigurator(
       snapshots.set(a.network.config, network);
     }
     return network;
+  }
+
+  /** The chain CHECK runs for a network, and the plugins checked here; once per config. */
+  const checkChains = new Map<string, ReturnType<typeof checkChainOf>>();
+  function checkChainFor(network: NetworkConfig) {
+    let found = checkChains.get(network.bytes);
+    if (found === undefined) {
+      found = checkChainOf(network);
+      if (checkChains.size > 64) checkChains.clear();
+      checkChains.set(network.bytes, found);
+    }
+    return found;
   }
 
   function adminRules(): AdminRule[] {
@@ -707,20 +694,14 @@ export async function createCniConfigurator(
       checkAllocId(attachment.allocId, 'attachment.allocId');
       const network = snapshotNetwork(attachment);
       // portmap 1.1.1's CHECK is broken (it checks IPv6 DNAT for IPv4-only containers and the
-      // IPv4 rules in ip6tables: containernetworking/plugins#819): CHECK runs without it, and
-      // the port mappings are checked against iptables here.
-      const withoutPortmap = network.plugins.some((p) => p.type === 'portmap')
-        ? parseNetworkConfigText(
-            JSON.stringify({
-              ...(JSON.parse(network.bytes) as Record<string, unknown>),
-              plugins: network.plugins.filter((p) => p.type !== 'portmap').map((p) => p.raw),
-            }),
-            network.source,
-          )
-        : network;
+      // IPv4 rules in ip6tables: containernetworking/plugins#819), and the firewall's asks
+      // iptables six times per allocation, each call reading the whole ruleset (30 ms each with
+      // 1,000 allocations): CHECK runs the chain without them, and their rules are checked here
+      // against one batched read of iptables (see checkPortMappings, checkFirewall).
+      const { chain, checkedHere } = checkChainFor(network);
       let ran: boolean;
       try {
-        ({ ran } = await runtime.check(withoutPortmap, cniAttachment(attachment), call));
+        ({ ran } = await runtime.check(chain, cniAttachment(attachment), call));
       } catch (error) {
         // A plugin that did not start, timed out, or cannot run this config did not find the
         // network broken: that is `unavailable` (or `aborted`), not `check-failed`.
@@ -740,10 +721,29 @@ export async function createCniConfigurator(
           },
         );
       }
-      if (ran && attachment.portMappings.length > 0 && withoutPortmap !== network) {
-        const problem = await checkPortMappings(attachment, (family, chain) =>
-          readNatChain(family, chain, call),
-        );
+      if (ran && checkedHere.length > 0) {
+        let problem: string | undefined;
+        try {
+          const found = await Promise.all(
+            checkedHere.map((c) =>
+              c.type === 'portmap'
+                ? checkPortMappings(attachment, readChain, call)
+                : checkFirewall(attachment, c.adminChain, readChain, call),
+            ),
+          );
+          problem = found.find((p) => p !== undefined);
+        } catch (error) {
+          const aborted = call.signal?.aborted === true;
+          throw new ConfiguratorError(
+            `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)} could not run: reading iptables: ${messageOf(error)}`,
+            {
+              code: aborted ? 'aborted' : 'unavailable',
+              allocId: attachment.allocId,
+              network: network.name,
+              cause: error,
+            },
+          );
+        }
         if (problem !== undefined)
           throw new ConfiguratorError(
             `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)} failed: ${problem}`,
