@@ -1,6 +1,7 @@
 // The suite's report: a markdown summary (p50/p95, ratios against the floor and the peer from the
 // same run, the goals) and PNG charts (vega-lite rendered to SVG, then to PNG with resvg).
 import { mkdirSync, writeFileSync } from 'node:fs';
+import * as prettier from 'prettier';
 import { join } from 'node:path';
 import { Resvg } from '@resvg/resvg-js';
 import * as vega from 'vega';
@@ -529,17 +530,20 @@ export async function writeReport(
     const docImages = Object.fromEntries(
       Object.entries(images).map(([k, v]) => [k, `performance/${v}`]),
     );
+    const file = join(where.docs, 'performance.md');
+    const text = [
+      '# Performance',
+      '',
+      "allocnet against go-cni (`../shared/peer`, the library Nomad uses) and against the plugins' own floor (a plain loop exec'ing each plugin), measured side by side in one run, each contender on fresh throwaway namespaces. Made by the command below (root, after set-up, with the peer built by `../shared/peer/build.sh`); `--quick` is a short run. Every raw sample is in `tools/bench/results/suite.json`.",
+      '',
+      '## Latest run',
+      '',
+      markdown(r, docImages),
+    ].join('\n');
+    // Formatted as the repository's docs are (lint checks docs/ with prettier).
     writeFileSync(
-      join(where.docs, 'performance.md'),
-      [
-        '# Performance',
-        '',
-        "allocnet against go-cni (`../shared/peer`, the library Nomad uses) and against the plugins' own floor (a plain loop exec'ing each plugin), measured side by side in one run, each contender on fresh throwaway namespaces. Made by the command below (root, after set-up, with the peer built by `../shared/peer/build.sh`); `--quick` is a short run. Every raw sample is in `tools/bench/results/suite.json`.",
-        '',
-        '## Latest run',
-        '',
-        markdown(r, docImages),
-      ].join('\n'),
+      file,
+      await prettier.format(text, { ...(await prettier.resolveConfig(file)), filepath: file }),
     );
   }
   return summary;
