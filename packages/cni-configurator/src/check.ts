@@ -75,7 +75,7 @@ function adminJump(adminChain: string): string[] {
 }
 
 /** Same argv, an address compared as an address (`fd00::2/128` however it is written). */
-function sameSpec(found: readonly string[], wanted: readonly string[]): boolean {
+export function sameSpec(found: readonly string[], wanted: readonly string[]): boolean {
   return (
     found.length === wanted.length &&
     found.every((word, i) => {

@@ -12,7 +12,7 @@ import { createGates } from './gates.js';
 import { readReservation } from './ipam.js';
 import { ensureHostState, sharedChains } from './host.js';
 import type { AdminRule, SharedChain } from './host.js';
-import { checkChainOf, checkFirewall, checkPortMappings } from './check.js';
+import { checkChainOf, checkFirewall, checkPortMappings, sameSpec } from './check.js';
 import { batchedChainReader } from './chain-reader.js';
 import {
   createCatalog,
@@ -459,10 +459,17 @@ export async function createCniConfigurator(
         ipt.chainExists('nat', chains.masq, call),
         ipt.chainExists('nat', chains.dnat, call),
       );
-      if (facts.firewallAdminChain !== undefined)
-        for (const address of attachment.addresses.filter((a) => familyOf(a) === family))
-          for (const spec of firewallSpecs(address, family))
-            checks.push(ipt.ruleExists('filter', 'CNI-FORWARD', spec, call));
+      if (facts.firewallAdminChain !== undefined) {
+        // One read of CNI-FORWARD, shared by concurrent teardowns, begun after this DEL ended.
+        const specs = attachment.addresses
+          .filter((a) => familyOf(a) === family)
+          .flatMap((address) => firewallSpecs(address, family));
+        checks.push(
+          readChain(family, 'filter', 'CNI-FORWARD', call).then((rules) =>
+            specs.some((spec) => (rules ?? []).some((r) => sameSpec(r.spec, spec))),
+          ),
+        );
+      }
     }
     if (facts.ipamDir !== undefined) {
       const dir = facts.ipamDir;
