@@ -12,7 +12,8 @@
 // JSON, a markdown summary with the goals, and PNG charts (report.ts).
 //
 //   node tools/bench/dist/suite.js [--quick] [--out DIR] [--docs] [--only a,b]
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execa } from 'execa';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tempDir } from '@allocnet/cni/testing';
@@ -356,6 +357,12 @@ async function reap(): Promise<ReapRun> {
   return { allocs: PLAN.reap.allocs, nomadAllocs: PLAN.reap.nomadAllocs, allocnetMs, nomadMs };
 }
 
+if (values.peer === DEFAULT_PEER && !existsSync(DEFAULT_PEER)) {
+  // The peer is not part of this repository: its own script installs Go and builds it.
+  const script = join(DEFAULT_PEER, '..', '..', 'build.sh');
+  log(`the peer is not built: running ${script}`);
+  await execa('bash', [script], { stdout: 'inherit', stderr: 'inherit' });
+}
 await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`, values.peer]);
 const started = Date.now();
 const results: SuiteResults = {
