@@ -21,6 +21,8 @@ export interface InnerOptions {
   readonly pluginDir: string;
   /** First host port (allocation i maps portBase + i). Default 20000. */
   readonly portBase?: number;
+  /** Also CHECK every allocation between the setups and the teardowns. */
+  readonly check?: boolean;
 }
 
 /** floor or allocnet-lib, inside the node namespace. */
@@ -35,6 +37,7 @@ export async function runInner(method: 'floor' | 'lib', o: InnerOptions): Promis
     '--plugin-dir', o.pluginDir,
     '--port-base', String(o.portBase ?? 20000),
     '--id-prefix', `${method === 'floor' ? 'f' : 'e'}${(o.portBase ?? 20000).toString(16).padStart(7, '0')}-0000-4000-8000-`,
+    ...(o.check === true ? ['--check'] : []),
   ]); // prettier-ignore
   return JSON.parse(stdout) as InnerResult;
 }

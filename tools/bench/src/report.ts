@@ -39,10 +39,16 @@ export interface ScaleRun {
     readonly failed: number;
   };
   /** The floor (each plugin exec'd directly), 10 setups and teardowns on the same node, empty and with `live` allocations. */
-  readonly floor: {
-    readonly empty: { readonly setupMs: readonly number[]; readonly teardownMs: readonly number[] };
-    readonly full: { readonly setupMs: readonly number[]; readonly teardownMs: readonly number[] };
-  };
+  readonly floor: { readonly empty: InnerSamples; readonly full: InnerSamples };
+  /** allocnet-lib the same way on the same node, for its CHECK (what a restore runs). */
+  readonly lib?: { readonly empty: InnerSamples; readonly full: InnerSamples };
+}
+
+/** Setups, CHECKs (absent in runs before CHECK was measured) and teardowns of 10 allocations. */
+export interface InnerSamples {
+  readonly setupMs: readonly number[];
+  readonly checkMs?: readonly number[];
+  readonly teardownMs: readonly number[];
 }
 
 export interface ReapRun {
@@ -180,6 +186,10 @@ function scaleSummary(s: ScaleRun) {
     floorSetupHigh: p50(s.floor.full.setupMs),
     floorTeardownLow: p50(s.floor.empty.teardownMs),
     floorTeardownHigh: p50(s.floor.full.teardownMs),
+    floorCheckLow: p50(s.floor.empty.checkMs ?? []),
+    floorCheckHigh: p50(s.floor.full.checkMs ?? []),
+    libCheckLow: p50(s.lib?.empty.checkMs ?? []),
+    libCheckHigh: p50(s.lib?.full.checkMs ?? []),
   };
 }
 
@@ -328,8 +338,14 @@ export function markdown(
       `| teardown p50 ms | ${f1(s.teardownLow)} | ${f1(s.teardownHigh)} | ${f2(s.teardownHigh / s.teardownLow)} |`,
       `| floor ADD p50 ms (empty node / ${r.scale.live} live) | ${f1(s.floorSetupLow)} | ${f1(s.floorSetupHigh)} | ${f2(s.floorSetupHigh / s.floorSetupLow)} |`,
       `| floor DEL p50 ms (empty node / ${r.scale.live} live) | ${f1(s.floorTeardownLow)} | ${f1(s.floorTeardownHigh)} | ${f2(s.floorTeardownHigh / s.floorTeardownLow)} |`,
+      ...(Number.isNaN(s.floorCheckLow)
+        ? []
+        : [
+            `| floor CHECK p50 ms, without portmap (empty node / ${r.scale.live} live) | ${f1(s.floorCheckLow)} | ${f1(s.floorCheckHigh)} | ${f2(s.floorCheckHigh / s.floorCheckLow)} |`,
+            `| allocnet-lib CHECK p50 ms (empty node / ${r.scale.live} live) | ${f1(s.libCheckLow)} | ${f1(s.libCheckHigh)} | ${f2(s.libCheckHigh / s.libCheckLow)} |`,
+          ]),
       '',
-      "The floor rows are the plugins alone (each exec'd directly, 10 setups and teardowns on the same node before the first allocation and with all of them live): how much of the growth is the plugins' own (their iptables calls slow down as the ruleset grows).",
+      "The floor rows are the plugins alone (each exec'd directly, 10 setups, CHECKs and teardowns on the same node before the first allocation and with all of them live): how much of the growth is the plugins' own (their iptables and netlink calls slow down as the ruleset and the bridge grow). The floor's CHECK runs loopback, bridge (with host-local) and firewall; allocnet's runs loopback and bridge and checks the firewall's and portmap's rules itself. A restore is one CHECK per allocation, 8 at a time.",
       '',
       `Agent RSS with ${r.scale.live} live: ${f1(r.scale.rssMiB)} MiB (${f1(r.scale.rssAfterRestoreMiB)} MiB after the restart); agent CPU per setup: ${(r.scale.cpuSecondsPerSetup * 1000).toFixed(1)} ms (the agent process alone; plugins are separate processes). Restore of ${r.scale.live} after a restart: ${f1(r.scale.restart.restoreMs / 1000)} s (kept ${r.scale.restart.kept}, recreated ${r.scale.restart.recreated}, failed ${r.scale.restart.failed}); ${f1(r.scale.restart.spawnToReadyMs / 1000)} s from spawn to serving.`,
       '',

@@ -15,5 +15,7 @@ export interface InnerResult {
   readonly n: number;
   readonly concurrency: number;
   readonly setup: PhaseSamples;
+  /** With `--check`: a CHECK of every allocation, between the setups and the teardowns. */
+  readonly check?: PhaseSamples;
   readonly teardown: PhaseSamples;
 }

@@ -4,6 +4,7 @@
 // down the same way, timing each operation. Prints JSON samples (`InnerResult`).
 //   --method floor : a plain loop exec'ing each plugin of the default bridge chain (plain-chain.ts)
 //   --method lib   : @allocnet/cni-configurator in this process (setup, then teardown with audit)
+//   --check        : a CHECK of every allocation between the setups and the teardowns
 // Both run the same network configuration: allocnet's embedded default network.
 import { parseArgs } from 'node:util';
 import { createCniRuntime } from '@allocnet/cni';
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
     'port-base': { type: 'string', default: '20000' },
     'id-prefix': { type: 'string', default: '00000000-0000-4000-8000-' },
+    check: { type: 'boolean', default: false },
   },
 });
 const method = values.method;
@@ -46,6 +48,7 @@ const idOf = (i: number) => `${values['id-prefix']}${i.toString(16).padStart(12,
 
 interface Ops {
   setup(i: number): Promise<number>;
+  check(i: number): Promise<void>;
   teardown(i: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -71,6 +74,9 @@ async function libOps(): Promise<Ops> {
       );
       attachments.set(i, attachment);
       return status.attempts - 1;
+    },
+    async check(i) {
+      await configurator.check(attachments.get(i) as AllocAttachment);
     },
     async teardown(i) {
       await configurator.teardown(idOf(i), attachments.get(i));
@@ -98,6 +104,7 @@ function floorOps(): Ops {
       await driver.add(alloc(i));
       return 0;
     },
+    check: (i) => driver.check(alloc(i)),
     teardown: (i) => driver.del(alloc(i)),
     close: () => Promise.resolve(),
   };
@@ -131,11 +138,24 @@ async function phase(
 const ops = method === 'lib' ? await libOps() : floorOps();
 try {
   const setup = await phase(paths.length, (i) => ops.setup(i));
+  const check = values.check
+    ? await phase(paths.length, async (i) => {
+        await ops.check(i);
+        return 0;
+      })
+    : undefined;
   const teardown = await phase(paths.length, async (i) => {
     await ops.teardown(i);
     return 0;
   });
-  const result: InnerResult = { method, n: paths.length, concurrency, setup, teardown };
+  const result: InnerResult = {
+    method,
+    n: paths.length,
+    concurrency,
+    setup,
+    ...(check === undefined ? {} : { check }),
+    teardown,
+  };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } finally {
   await ops.close();

@@ -225,18 +225,27 @@ async function scale(): Promise<ScaleRun> {
     const ctrs = all.slice(0, M);
     const options = { node, dir, netnsPrefix: `${lab.prefix}-S`, pluginDir: PLUGIN_DIR };
     // The plugins' own cost on this node, empty and then with M allocations: the floor.
-    const floorAt = async (from: number) => {
-      const r = await runInner('floor', {
+    // The same for allocnet's CHECK (what a restore runs for each allocation) against the
+    // plugins' own CHECK, on the same node.
+    const innerAt = async (method: 'floor' | 'lib', from: number) => {
+      const r = await runInner(method, {
         node,
         containers: all.slice(from, from + FLOOR),
         concurrency: 1,
         dir,
         pluginDir: PLUGIN_DIR,
         portBase: 50000 + from,
+        check: true,
       });
-      return { setupMs: r.setup.samplesMs, teardownMs: r.teardown.samplesMs };
+      return {
+        setupMs: r.setup.samplesMs,
+        checkMs: r.check?.samplesMs ?? [],
+        teardownMs: r.teardown.samplesMs,
+      };
     };
+    const floorAt = (from: number) => innerAt('floor', from);
     const floorEmpty = await floorAt(M);
+    const libEmpty = await innerAt('lib', M);
     let agent = await startBenchAgent(options);
     try {
       const setupMs: number[] = [];
@@ -262,6 +271,7 @@ async function scale(): Promise<ScaleRun> {
       const after = processUsage(agent.pid);
       log(`scale: the floor with ${M} live allocations`);
       const floorFull = await floorAt(M + FLOOR);
+      const libFull = await innerAt('lib', M + FLOOR);
       log(`scale: restarting the agent with ${M} live allocations`);
       await agent.stop();
       agent = await startBenchAgent(options);
@@ -296,6 +306,7 @@ async function scale(): Promise<ScaleRun> {
         cpuSecondsPerSetup: (after.cpuSeconds - before.cpuSeconds) / M,
         restart,
         floor: { empty: floorEmpty, full: floorFull },
+        lib: { empty: libEmpty, full: libFull },
       };
     } finally {
       await agent.stop();
