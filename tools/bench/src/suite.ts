@@ -371,6 +371,13 @@ async function reap(): Promise<ReapRun> {
 if (values.peer === DEFAULT_PEER && !existsSync(DEFAULT_PEER)) {
   // The peer is not part of this repository: its own script installs Go and builds it.
   const script = join(DEFAULT_PEER, '..', '..', 'build.sh');
+  if (!existsSync(script)) {
+    process.stderr.write(
+      `the peer (go-cni) is expected at ${DEFAULT_PEER}, built by ${script}, which is not there: ` +
+        'the repository is meant to sit next to ../shared; or pass --peer PATH to a built peercni\n',
+    );
+    process.exit(2);
+  }
   log(`the peer is not built: running ${script}`);
   await execa('bash', [script], { stdout: 'inherit', stderr: 'inherit' });
 }
