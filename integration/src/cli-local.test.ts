@@ -2,8 +2,7 @@
 // is down, acting on a throwaway node namespace (--host-netns) holding state in exactly the
 // plugins' shapes. Needs root; never touches the root namespace.
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { tempDir } from '@allocnet/cni/testing';
 import { allocChains } from '@allocnet/cni-configurator';
@@ -11,16 +10,8 @@ import { addPluginShapes } from '@allocnet/cni-configurator/testing';
 import { createBatch, createIptables } from '@allocnet/iptables-node';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
+import { CLI_MAIN as CLI } from './fixtures/agent-host.js';
 
-const CLI = resolve(
-  dirname(fileURLToPath(import.meta.url)),
-  '..',
-  '..',
-  'packages',
-  'cli',
-  'dist',
-  'main.js',
-);
 const LEAKED = '11111111-0000-4000-8000-000000000001';
 const LIVE = '22222222-0000-4000-8000-000000000002';
 

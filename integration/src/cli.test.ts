@@ -1,22 +1,12 @@
 // `allocnet cni` (the operators' cnitool) against the real plugins, its plugins run inside a
 // throwaway node namespace through --host-netns. Needs root; never touches the root namespace.
 import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { nomadBridgeConflist, tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab } from '@allocnet/testns';
-
-const CLI = resolve(
-  dirname(fileURLToPath(import.meta.url)),
-  '..',
-  '..',
-  'packages',
-  'cli',
-  'dist',
-  'main.js',
-);
+import { CLI_MAIN as CLI } from './fixtures/agent-host.js';
 
 let lab: NetnsLab;
 let tmp: Awaited<ReturnType<typeof tempDir>>;

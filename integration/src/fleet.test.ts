@@ -4,25 +4,15 @@
 // its node's address from a client on the link, tears half down, deletes five allocations'
 // namespaces out of band before tearing them down, tears the rest down, and then checks that no
 // node kept anything — and that `allocnet fleet leaks` agrees. Needs root and the Debian plugins.
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+
 import { execa } from 'execa';
 import { unary } from '@allocnet/proto';
 import type { AllocNetworkServiceClient } from '@allocnet/proto';
 import { echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
 import type { TestNetns } from '@allocnet/testns';
-import { PLUGIN_DIR, createAgentHost } from './fixtures/agent-host.js';
+import { CLI_MAIN as CLI, PLUGIN_DIR, createAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
 
-const CLI = resolve(
-  dirname(fileURLToPath(import.meta.url)),
-  '..',
-  '..',
-  'packages',
-  'cli',
-  'dist',
-  'main.js',
-);
 const NODES = 3;
 const ALLOCS = 30;
 

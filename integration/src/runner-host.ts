@@ -179,9 +179,11 @@ export async function createRunnerHost(): Promise<RunnerHost> {
           problems.push(error);
         }
       }
-      for (const name of await namespaces()) {
-        const r = await execa('ip', ['netns', 'del', name], { reject: false, stdin: 'ignore' });
-        if (r.exitCode !== 0) problems.push(new Error(`ip netns del ${name}: ${r.stderr}`));
+      try {
+        // The runner's namespaces go the way the lab's own do (processes, links, then the name).
+        for (const name of await namespaces()) lab.adopt(name);
+      } catch (error) {
+        problems.push(error);
       }
       try {
         await lab.dispose();

@@ -77,6 +77,23 @@ describe('a netns lab', () => {
     await lab.dispose(); // a second call does nothing
   });
 
+  it('removes a namespace the code under test made once it is adopted, and refuses a foreign one', async () => {
+    const lab = createNetnsLab();
+    const node = await lab.node();
+    // As the agent makes an allocation's namespace: its own name under the run's prefix.
+    const name = `${lab.prefix}-adopted`;
+    await execa('ip', ['netns', 'add', name]);
+    await execa('ip', ['-n', name, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'x0']);
+    expect(() => {
+      lab.adopt('somebody-else');
+    }).toThrow(`namespace somebody-else does not carry this run's prefix ${lab.prefix}`);
+    lab.adopt(name);
+    lab.adopt(name); // once is enough
+    await lab.dispose();
+    expect(existsSync(`/run/netns/${name}`)).toBe(false);
+    expect(existsSync(node.path)).toBe(false);
+  });
+
   it('cleans up when the test body throws, and two labs never share a name', async () => {
     const names: string[] = [];
     await expect(

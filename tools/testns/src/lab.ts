@@ -43,6 +43,11 @@ export interface NetnsLab {
   /** A veth pair with one end in each namespace, both ends up. */
   veth(a: TestNetns, aName: string, b: TestNetns, bName: string): Promise<void>;
   /**
+   * Takes a namespace the code under test made (under this run's prefix) into the lab, so that
+   * `dispose` removes it as it removes its own.
+   */
+  adopt(name: string): void;
+  /**
    * Removes every namespace this lab made: kills the processes still inside, deletes every link
    * but `lo`, deletes the namespace, then checks it is gone. Tries all of them even when one
    * fails, then throws an AggregateError. Calling it again does nothing.
@@ -80,11 +85,9 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
   const made: TestNetns[] = [];
   let disposed = false;
 
-  async function add(role: TestNetns['role'], label: string): Promise<TestNetns> {
-    if (disposed) throw new Error('this lab is disposed');
-    const name = namespaceName(prefix, lab, ++seq, label);
+  function handle(name: string, role: TestNetns['role']): TestNetns {
     const path = `/run/netns/${name}`;
-    const ns: TestNetns = {
+    return {
       name,
       path,
       role,
@@ -104,9 +107,14 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
           .join('\n');
       },
     };
+  }
+
+  async function add(role: TestNetns['role'], label: string): Promise<TestNetns> {
+    if (disposed) throw new Error('this lab is disposed');
+    const ns = handle(namespaceName(prefix, lab, ++seq, label), role);
     // Recorded before it exists, so that a failure halfway is still cleaned up.
     made.push(ns);
-    await run(['ip', 'netns', 'add', name]);
+    await run(['ip', 'netns', 'add', ns.name]);
     return ns;
   }
 
@@ -175,6 +183,13 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
       ]);
       await run(['ip', '-n', a.name, 'link', 'set', aName, 'up']);
       await run(['ip', '-n', b.name, 'link', 'set', bName, 'up']);
+    },
+
+    adopt(name) {
+      if (disposed) throw new Error('this lab is disposed');
+      if (!name.startsWith(`${prefix}-`))
+        throw new Error(`namespace ${name} does not carry this run's prefix ${prefix}`);
+      if (!made.some((ns) => ns.name === name)) made.push(handle(name, 'container'));
     },
 
     async dispose() {
