@@ -3,7 +3,7 @@
 // namespace (the test command checks that the root iptables-save output did not change).
 import {
   createBatch,
-  createExecaRunner,
+  createSpawnRunner,
   createIptables,
   isIptablesError,
 } from '@allocnet/iptables-node';
@@ -42,7 +42,7 @@ afterEach(async () => {
 
 /** A real runner that also records the argv of every process it starts. */
 function countingRunner(): CommandRunner & { readonly argv: string[][] } {
-  const real = createExecaRunner();
+  const real = createSpawnRunner();
   const argv: string[][] = [];
   return {
     argv,
@@ -434,7 +434,7 @@ describe('commands against real iptables', () => {
   });
 
   it('reports a missing permission as permission', async () => {
-    const real = createExecaRunner();
+    const real = createSpawnRunner();
     const unprivileged: CommandRunner = {
       run: (spec) =>
         real.run({

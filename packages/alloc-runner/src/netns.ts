@@ -1,6 +1,7 @@
-// The one module of this package that starts processes: `ip netns add|del|list` through execa.
+// The one module of this package that starts processes: `ip netns add|del|list` through
+// @allocnet/spawn (posix_spawn, so the agent is not forked for each).
 import { statfs } from 'node:fs/promises';
-import { execa } from 'execa';
+import { inheritedEnv, runProcess } from '@allocnet/spawn';
 import { RunnerError, messageOf } from './errors.js';
 
 /** Where `ip netns` keeps its namespaces (iproute2's NETNS_RUN_DIR). */
@@ -50,24 +51,24 @@ export function createIpNetnsManager(options: IpNetnsManagerOptions = {}): Netns
   const timeout = options.timeoutMs ?? 30_000;
 
   async function run(args: readonly string[], signal: AbortSignal | undefined) {
-    const result = await execa(ip, args, {
-      reject: false,
-      stdin: 'ignore',
-      env: { LC_ALL: 'C' },
-      timeout,
-      ...(signal === undefined ? {} : { cancelSignal: signal }),
+    const result = await runProcess({
+      file: ip,
+      args,
+      env: inheritedEnv({ LC_ALL: 'C' }),
+      timeoutMs: timeout,
+      ...(signal === undefined ? {} : { signal }),
     });
-    const stdout = typeof result.stdout === 'string' ? result.stdout : '';
-    const stderr = typeof result.stderr === 'string' ? result.stderr.trim() : '';
-    if (result.isCanceled) {
+    const stdout = result.stdout;
+    const stderr = result.stderr.trim();
+    if (result.kind === 'failed' && result.reason === 'aborted') {
       throw new RunnerError(`${[ip, ...args].join(' ')} was aborted`, { code: 'aborted' });
     }
     return {
-      ok: result.exitCode === 0,
+      ok: result.kind === 'exited' && result.exitCode === 0,
       stdout,
       stderr,
-      why: stderr || result.originalMessage || 'no error message',
-      exitCode: result.exitCode,
+      why: stderr || (result.kind === 'failed' ? result.message : '') || 'no error message',
+      exitCode: result.kind === 'exited' ? result.exitCode : undefined,
     };
   }
 

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcessByStdio } from 'node:child_process';
-import type { Readable, Writable } from 'node:stream';
+import { isSpawnError, spawnChild } from '@allocnet/spawn';
+import type { RunResult, SpawnError, SpawnMethod } from '@allocnet/spawn';
 
 /** A plugin process to start. `env` is the whole environment: nothing is inherited. */
 export interface PluginStartRequest {
@@ -16,21 +15,11 @@ export interface PluginExecRequest extends PluginStartRequest {
   readonly stdin: string;
 }
 
-/** How a plugin process ended. A non-zero exit is a result; `failed` means it did not run to an end. */
-export type PluginExecResult =
-  | {
-      readonly kind: 'exited';
-      readonly exitCode: number;
-      readonly stdout: string;
-      readonly stderr: string;
-    }
-  | {
-      readonly kind: 'failed';
-      readonly reason: 'spawn' | 'timeout' | 'aborted' | 'killed';
-      readonly message: string;
-      readonly stdout: string;
-      readonly stderr: string;
-    };
+/**
+ * How a plugin process ended (@allocnet/spawn's `RunResult`). A non-zero exit is a result;
+ * `failed` means it did not run to an end.
+ */
+export type PluginExecResult = RunResult;
 
 /** A started plugin, waiting for its stdin. */
 export interface StartedPlugin {
@@ -72,6 +61,11 @@ export interface NodePluginExecOptions {
   readonly textBusyDelayMs?: number;
   /** How to wait; tests pass one that resolves when they are ready. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * How plugin processes start. Default `posix_spawn` (through @allocnet/spawn), which does not
+   * fork this process: node:child_process's fork costs more the larger the agent is (docs/spawn.md).
+   */
+  readonly spawnMethod?: SpawnMethod;
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -84,56 +78,47 @@ function netnsName(netns: string): string {
   return name;
 }
 
-type Child = ChildProcessByStdio<Writable, Readable, Readable>;
-
 interface Ended {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
-  readonly spawnError?: NodeJS.ErrnoException;
+  readonly spawnError?: SpawnError;
 }
 
-/** One spawn: the process (absent when spawn failed at once), and a promise of how it ended. */
-function spawnOnce(file: string, args: readonly string[], env: Readonly<Record<string, string>>) {
+/** One spawn: the process, and a promise of how it ended (never rejects). */
+function spawnOnce(
+  file: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+  method: SpawnMethod | undefined,
+) {
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   const output = () => ({
     stdout: Buffer.concat(stdout).toString('utf8'),
     stderr: Buffer.concat(stderr).toString('utf8'),
   });
-  let child: Child;
-  try {
-    child = spawn(file, [...args], { env: { ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  } catch (error) {
-    // Some execve failures (ETXTBSY, EACCES) are thrown here rather than emitted.
-    const ended: Promise<Ended> = Promise.resolve({
-      code: null,
-      signal: null,
-      spawnError: error as NodeJS.ErrnoException,
-    });
-    return { child: undefined, ended, output };
-  }
-  let spawnError: NodeJS.ErrnoException | undefined;
+  const child = spawnChild({ file, args, env, ...(method === undefined ? {} : { method }) });
   child.stdout.on('data', (d: Buffer) => stdout.push(d));
   child.stderr.on('data', (d: Buffer) => stderr.push(d));
   // A plugin that exits without reading all of its stdin closes the pipe under us; its exit status
   // says what happened, the EPIPE adds nothing.
-  child.stdin.on('error', () => undefined);
-  const ended = new Promise<Ended>((resolve) => {
-    child.on('error', (error: NodeJS.ErrnoException) => {
-      spawnError ??= error;
-    });
-    child.on('close', (code, signal) => {
-      resolve({ code, signal, ...(spawnError === undefined ? {} : { spawnError }) });
-    });
-  });
+  child.stdin?.on('error', () => undefined);
+  const ended: Promise<Ended> = child.closed.then(
+    (exit) => exit,
+    (error: unknown) => {
+      if (isSpawnError(error)) return { code: null, signal: null, spawnError: error };
+      throw error;
+    },
+  );
   return { child, ended, output };
 }
 
 /**
- * The real `PluginExec`, on node:child_process: the plugin path is the whole argv, the
- * environment is exactly the request's, and the process is killed (SIGKILL) at the timeout or when
- * the signal aborts. (execa costs about 1.2 ms more per process here, measured; a chain runs four
- * or more, so the hot path spawns directly.)
+ * The real `PluginExec`, on @allocnet/spawn (posix_spawn, so starting a plugin does not fork the
+ * agent): the plugin path is the whole argv, the environment is exactly the request's, and the
+ * process is killed (SIGKILL) at the timeout or when the signal aborts. (execa, on
+ * node:child_process, costs about 1.2 ms more per process here even from a small process, measured;
+ * a chain runs four or more.)
  */
 export function createNodePluginExec(options: NodePluginExecOptions = {}): PluginExec {
   const prefix =
@@ -146,17 +131,17 @@ export function createNodePluginExec(options: NodePluginExecOptions = {}): Plugi
     start(request) {
       const file = prefix[0] ?? request.path;
       const args = prefix.length === 0 ? [] : [...prefix.slice(1), request.path];
-      let current = spawnOnce(file, args, request.env);
+      let current = spawnOnce(file, args, request.env, options.spawnMethod);
       let cancelled = false;
       return {
         cancel() {
           cancelled = true;
-          current.child?.kill('SIGKILL');
+          current.child.kill('SIGKILL');
         },
         async run(stdin) {
           for (let attempt = 0; ; attempt++) {
             if (request.signal?.aborted === true || cancelled) {
-              current.child?.kill('SIGKILL');
+              current.child.kill('SIGKILL');
               await current.ended;
               return {
                 kind: 'failed',
@@ -169,14 +154,14 @@ export function createNodePluginExec(options: NodePluginExecOptions = {}): Plugi
             const why = { timedOut: false, aborted: false };
             const timer = setTimeout(() => {
               why.timedOut = true;
-              current.child?.kill('SIGKILL');
+              current.child.kill('SIGKILL');
             }, request.timeoutMs);
             const onAbort = () => {
               why.aborted = true;
-              current.child?.kill('SIGKILL');
+              current.child.kill('SIGKILL');
             };
             request.signal?.addEventListener('abort', onAbort, { once: true });
-            current.child?.stdin.end(stdin);
+            current.child.stdin?.end(stdin);
             const end = await current.ended;
             clearTimeout(timer);
             request.signal?.removeEventListener('abort', onAbort);
@@ -186,13 +171,13 @@ export function createNodePluginExec(options: NodePluginExecOptions = {}): Plugi
                 // The binary is being written (an upgrade in progress); a fresh spawn after a
                 // short wait usually finds it complete. libcni retries the same way (it waits 1 s).
                 await sleep(delayMs);
-                current = spawnOnce(file, args, request.env);
+                current = spawnOnce(file, args, request.env, options.spawnMethod);
                 continue;
               }
               return {
                 kind: 'failed',
                 reason: 'spawn',
-                message: `spawn ${file}: ${end.spawnError.message}`,
+                message: end.spawnError.message,
                 ...output,
               };
             }

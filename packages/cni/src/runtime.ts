@@ -36,7 +36,7 @@ export interface CniRuntimeOptions {
   readonly pluginDirs?: readonly string[];
   /** The result cache (libcni layout). Default /var/lib/cni. */
   readonly cacheDir?: string;
-  /** How plugins run. Default: node:child_process, in this process's network namespace. */
+  /** How plugins run. Default: `createNodePluginExec()` (posix_spawn), in this process's network namespace. */
   readonly exec?: PluginExec;
   /** Per plugin process, after which it is killed. Default 60 000 ms. */
   readonly timeoutMs?: number;

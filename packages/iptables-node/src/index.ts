@@ -10,6 +10,6 @@ export type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
 export { displayArgs, formatArg, formatArgs, splitArgs } from './quote.js';
 export { TABLES } from './validate.js';
 export type { Family, Table } from './validate.js';
-export { createExecaRunner } from './exec.js';
+export { createSpawnRunner } from './exec.js';
 export { silentLogger } from './runner.js';
 export type { CommandResult, CommandRunner, CommandSpec, Logger } from './runner.js';

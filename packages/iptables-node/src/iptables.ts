@@ -3,7 +3,7 @@ import { formatRestoreInput, opArgs } from './batch.js';
 import type { BatchOp, RestoreBlock } from './batch.js';
 import { IptablesError, classifyFailure, isIptablesError } from './errors.js';
 import type { IptablesErrorCode } from './errors.js';
-import { createExecaRunner } from './exec.js';
+import { createSpawnRunner } from './exec.js';
 import { displayArgs } from './quote.js';
 import { rollbackOps } from './rollback.js';
 import type { Rule } from './rule.js';
@@ -23,7 +23,7 @@ export interface IptablesOptions {
    * process's namespace.
    */
   readonly netns?: string;
-  /** How processes run. Default: execa. Tests pass a recording fake (`./testing`). */
+  /** How processes run. Default: posix_spawn (@allocnet/spawn). Tests pass a recording fake (`./testing`). */
   readonly runner?: CommandRunner;
   readonly logger?: Logger;
   /** Seconds for `--wait`; default: plain `--wait`, which waits for the xtables lock as long as it takes. */
@@ -149,7 +149,7 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
   const family = options.family ?? 'ipv4';
   const binaries = BINARIES[family];
   const netns = options.netns === undefined ? undefined : netnsPath(options.netns);
-  const runner = options.runner ?? createExecaRunner();
+  const runner = options.runner ?? createSpawnRunner();
   const logger = options.logger ?? silentLogger;
   const timeoutMs = checkWhole(options.timeoutMs ?? 30_000, 'timeoutMs', 1);
   const wait =

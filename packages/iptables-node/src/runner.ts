@@ -1,3 +1,5 @@
+import type { RunResult } from '@allocnet/spawn';
+
 /** One process to run: an argv (never a shell string) and optional stdin. */
 export interface CommandSpec {
   readonly file: string;
@@ -9,25 +11,13 @@ export interface CommandSpec {
 }
 
 /**
- * How a process ended. A non-zero exit is a result, not an exception: the caller decides what it
- * means. `failed` is for a process that did not start, ran out of time or was cancelled.
+ * How a process ended (@allocnet/spawn's `RunResult`). A non-zero exit is a result, not an
+ * exception: the caller decides what it means. `failed` is for a process that did not start, ran
+ * out of time or was cancelled.
  */
-export type CommandResult =
-  | {
-      readonly kind: 'exited';
-      readonly exitCode: number;
-      readonly stdout: string;
-      readonly stderr: string;
-    }
-  | {
-      readonly kind: 'failed';
-      readonly reason: 'spawn' | 'killed' | 'timeout' | 'aborted';
-      readonly message: string;
-      readonly stdout: string;
-      readonly stderr: string;
-    };
+export type CommandResult = RunResult;
 
-/** The seam between this package and processes; `createExecaRunner` is the real one. */
+/** The seam between this package and processes; `createSpawnRunner` is the real one. */
 export interface CommandRunner {
   run(spec: CommandSpec): Promise<CommandResult>;
 }
