@@ -3,11 +3,13 @@
 // ADD for every container namespace given, one at a time, then DEL for every one, timing each
 // whole-chain operation. Prints JSON in the shape of the go-cni peer's `bench` output.
 //   --method allocnet : @allocnet/cni's runtime
+//   --method allocnet-fork : the same runtime, plugins started by node:child_process (fork)
 //   --method plain    : a plain loop that spawns each plugin directly (child_process.spawn),
 //                       stdin built by hand the way libcni builds it; no checks, no cache
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createCniRuntime, parseNetworkConfigText } from '@allocnet/cni';
+import { createCniRuntime, createNodePluginExec, parseNetworkConfigText } from '@allocnet/cni';
+import type { SpawnMethod } from '@allocnet/spawn';
 import { plainDriver } from './plain-chain.js';
 import { phaseStats } from './stats.js';
 
@@ -22,7 +24,8 @@ const { values } = parseArgs({
   },
 });
 const method = values.method;
-if (method !== 'allocnet' && method !== 'plain') throw new Error('--method is allocnet or plain');
+if (method !== 'allocnet' && method !== 'allocnet-fork' && method !== 'plain')
+  throw new Error('--method is allocnet, allocnet-fork or plain');
 if (
   values.conflist === undefined ||
   values.netns === undefined ||
@@ -63,8 +66,12 @@ interface Driver {
   del(a: Alloc): Promise<void>;
 }
 
-function allocnetDriver(): Driver {
-  const runtime = createCniRuntime({ pluginDirs: [pluginDir], cacheDir });
+function allocnetDriver(spawnMethod: SpawnMethod): Driver {
+  const runtime = createCniRuntime({
+    pluginDirs: [pluginDir],
+    cacheDir,
+    exec: createNodePluginExec({ spawnMethod }),
+  });
   const attach = (a: Alloc) => ({
     containerId: a.id,
     netns: a.netns,
@@ -97,7 +104,10 @@ async function phase(op: (a: Alloc) => Promise<void>) {
   return phaseStats(latencies, failures, performance.now() - start);
 }
 
-const driver = method === 'allocnet' ? allocnetDriver() : plainDriver(network, pluginDir);
+const driver =
+  method === 'plain'
+    ? plainDriver(network, pluginDir)
+    : allocnetDriver(method === 'allocnet' ? 'posix_spawn' : 'child_process');
 const setup = await phase((a) => driver.add(a));
 const remove = await phase((a) => driver.del(a));
 process.stdout.write(`${JSON.stringify({ method, n: allocs.length, setup, remove })}\n`);

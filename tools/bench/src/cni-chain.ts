@@ -25,6 +25,7 @@ const { values } = parseArgs({
     reps: { type: 'string', default: '5' },
     peer: { type: 'string', default: resolve(repo, '..', 'shared', 'peer', 'bin', 'peercni') },
     'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
+    methods: { type: 'string', default: 'allocnet,plain,go-cni' },
   },
 });
 const N = Number(values.n);
@@ -35,8 +36,16 @@ if (!Number.isInteger(REPS) || REPS < 1)
 const PEER = values.peer;
 const PLUGIN_DIR = values['plugin-dir'];
 
-type Method = 'allocnet' | 'plain' | 'go-cni';
-const METHODS: readonly Method[] = ['allocnet', 'plain', 'go-cni'];
+// allocnet-fork: allocnet's runtime with plugins started by node:child_process (a fork of the
+// process) instead of posix_spawn; measures what the spawn method alone is worth.
+const ALL_METHODS = ['allocnet', 'allocnet-fork', 'plain', 'go-cni'] as const;
+type Method = (typeof ALL_METHODS)[number];
+const isMethod = (m: string): m is Method => (ALL_METHODS as readonly string[]).includes(m);
+const METHODS: readonly Method[] = values.methods.split(',').map((m) => {
+  if (!isMethod(m)) throw new Error(`--methods: ${m} is not one of ${ALL_METHODS.join(', ')}`);
+  return m;
+});
+if (!METHODS.includes('allocnet')) throw new Error('--methods must include allocnet');
 
 /** Nomad's default bridge network as the peer's conf/nomad-bridge.conflist has it (cniVersion 0.4.0). */
 function conflist(ipamDir: string): string {
@@ -110,7 +119,7 @@ async function main(): Promise<void> {
   // libcni (the peer) writes its cache under /var/lib/cni and cannot be told otherwise; it
   // removes its files, and the directories it made are removed here if they are empty.
   const libcniDirsExisted = existsSync('/var/lib/cni');
-  const runs: Record<Method, Run[]> = { allocnet: [], plain: [], 'go-cni': [] };
+  const runs = Object.fromEntries(METHODS.map((m) => [m, [] as Run[]])) as Record<Method, Run[]>;
   try {
     for (let rep = 0; rep < REPS; rep++) {
       const order = METHODS.map((_, i) => METHODS[(i + rep) % METHODS.length] as Method);
@@ -118,7 +127,7 @@ async function main(): Promise<void> {
         const run = await runOnce(method);
         runs[method].push(run);
         console.error(
-          `rep ${rep + 1}/${REPS} ${method.padEnd(8)} setup p50 ${run.setup.p50Ms.toFixed(1)} ms, remove p50 ${run.remove.p50Ms.toFixed(1)} ms`,
+          `rep ${rep + 1}/${REPS} ${method.padEnd(13)} setup p50 ${run.setup.p50Ms.toFixed(1)} ms, remove p50 ${run.remove.p50Ms.toFixed(1)} ms`,
         );
       }
     }
@@ -141,29 +150,32 @@ async function main(): Promise<void> {
   const paired = (other: Method, phase: 'setup' | 'remove') =>
     summarize(runs.allocnet.map((r, i) => r[phase].p50Ms / (runs[other][i] as Run)[phase].p50Ms))
       .median;
-  const ratios = {
-    setupVsPlain: paired('plain', 'setup'),
-    removeVsPlain: paired('plain', 'remove'),
-    setupVsGoCni: paired('go-cni', 'setup'),
-    removeVsGoCni: paired('go-cni', 'remove'),
+  const goals: Partial<Record<Method, string>> = {
+    plain: ' (goal <= 1.10)',
+    'go-cni': ' (goal <= 1.00)',
   };
+  const ratios = Object.fromEntries(
+    METHODS.filter((m) => m !== 'allocnet').map((m) => [
+      m,
+      { setup: paired(m, 'setup'), remove: paired(m, 'remove') },
+    ]),
+  );
   console.log(
     `Nomad bridge chain, ${N} allocations one at a time, ${REPS} reps (medians of per-rep p50/p95; ratios are medians of per-rep ratios), fresh node namespace per run`,
   );
   console.log(
-    `${'method'.padEnd(10)}${'ADD p50'.padStart(10)}${'ADD p95'.padStart(10)}${'DEL p50'.padStart(10)}${'DEL p95'.padStart(10)}`,
+    `${'method'.padEnd(15)}${'ADD p50'.padStart(10)}${'ADD p95'.padStart(10)}${'DEL p50'.padStart(10)}${'DEL p95'.padStart(10)}`,
   );
   for (const r of table) {
     console.log(
-      `${r.method.padEnd(10)}${r.setupP50.toFixed(1).padStart(10)}${r.setupP95.toFixed(1).padStart(10)}${r.removeP50.toFixed(1).padStart(10)}${r.removeP95.toFixed(1).padStart(10)}`,
+      `${r.method.padEnd(15)}${r.setupP50.toFixed(1).padStart(10)}${r.setupP95.toFixed(1).padStart(10)}${r.removeP50.toFixed(1).padStart(10)}${r.removeP95.toFixed(1).padStart(10)}`,
     );
   }
-  console.log(
-    `allocnet / plain loop: ADD ${ratios.setupVsPlain.toFixed(3)}x, DEL ${ratios.removeVsPlain.toFixed(3)}x (goal <= 1.10)`,
-  );
-  console.log(
-    `allocnet / go-cni:     ADD ${ratios.setupVsGoCni.toFixed(3)}x, DEL ${ratios.removeVsGoCni.toFixed(3)}x (goal <= 1.00)`,
-  );
+  for (const [m, r] of Object.entries(ratios)) {
+    console.log(
+      `allocnet / ${m.padEnd(13)}: ADD ${r.setup.toFixed(3)}x, DEL ${r.remove.toFixed(3)}x${goals[m as Method] ?? ''}`,
+    );
+  }
   const out = join(here, '..', 'results');
   mkdirSync(out, { recursive: true });
   writeFileSync(
