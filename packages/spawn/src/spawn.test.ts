@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type * as Koffi from 'koffi';
 import { chmodSync, closeSync, copyFileSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { defaultSpawnMethod, isSpawnError, spawnChild } from './index.js';
 import type { SpawnMethod, SpawnOptions, SpawnedChild } from './index.js';
@@ -157,6 +158,34 @@ describe('posix_spawn child state', () => {
       expect(fds.slice(0, 3)).toEqual([0, 1, 2]);
     } finally {
       close(leaky);
+    }
+  });
+});
+
+describe('in a worker thread', () => {
+  test('falls back to child_process (SIGCHLD reaches only the main thread) and still works', async () => {
+    // A worker loads plain JavaScript: this runs the built package (tools/setup.sh builds the
+    // workspace before any test runs).
+    const dist = new URL('../dist/index.js', import.meta.url).href;
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads');
+       import(${JSON.stringify(dist)}).then(async (spawn) => {
+         const r = await spawn.runProcess({ file: 'sh', args: ['-c', 'echo hi'], env: { PATH: '/usr/bin:/bin' } });
+         parentPort.postMessage({ method: spawn.defaultSpawnMethod(), r });
+       });`,
+      { eval: true },
+    );
+    try {
+      const message = await new Promise((resolve, reject) => {
+        worker.once('message', resolve);
+        worker.once('error', reject);
+      });
+      expect(message).toEqual({
+        method: 'child_process',
+        r: { kind: 'exited', exitCode: 0, stdout: 'hi\n', stderr: '' },
+      });
+    } finally {
+      await worker.terminate();
     }
   });
 });

@@ -4,6 +4,7 @@ import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { getSystemErrorMap } from 'node:util';
+import { isMainThread } from 'node:worker_threads';
 import { PassThrough, Writable } from 'node:stream';
 import type { Readable } from 'node:stream';
 import {
@@ -161,7 +162,8 @@ let spawner: PosixSpawner | null | undefined;
 /** The posix_spawn machinery, loaded on first use; null where it cannot be (no glibc, no koffi). */
 function posixSpawner(): PosixSpawner | null {
   if (spawner !== undefined) return spawner;
-  if (process.platform !== 'linux') return (spawner = null);
+  // SIGCHLD reaches only the main thread's listeners; a worker keeps to child_process.
+  if (process.platform !== 'linux' || !isMainThread) return (spawner = null);
   try {
     const libc = loadLibc();
     const emptySet = Buffer.alloc(SIGSET_BYTES);
