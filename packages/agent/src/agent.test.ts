@@ -130,6 +130,8 @@ describe('startAgent', () => {
       tls: false,
       netnsPrefix: 'alloc-',
       reconcile: 'report',
+      // glibc and koffi's prebuilt binary are on every machine this runs on
+      spawn: 'posix_spawn',
     });
 
     await agent.stop('SIGTERM');

@@ -15,6 +15,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { ServingStatus } from 'grpc-health-check';
 import type { Registry } from 'prom-client';
+import { defaultSpawnMethod } from '@allocnet/spawn';
 import { createAllocRunner, isRunnerError } from '@allocnet/alloc-runner';
 import type { AllocRunner, NetnsManager } from '@allocnet/alloc-runner';
 import { createCniRuntime, createNodePluginExec, findPlugin, isCniError } from '@allocnet/cni';
@@ -500,6 +501,12 @@ export async function startAgent(
       });
     }
     checkAborted();
+    const spawnMethod = defaultSpawnMethod();
+    if (spawnMethod !== 'posix_spawn')
+      logger.warn(
+        'plugins and iptables are started by forking the agent: posix_spawn could not be loaded (koffi or glibc missing); each process then costs more the larger the agent is (docs/spawn.md)',
+        { spawn: spawnMethod },
+      );
     logger.info('agent ready', {
       version,
       pid: process.pid,
@@ -510,6 +517,7 @@ export async function startAgent(
       dataDir: config.dataDir,
       netnsPrefix: config.netnsPrefix,
       reconcile: config.reconcile.mode,
+      spawn: spawnMethod,
     });
 
     let resolveClosed!: () => void;
