@@ -66,6 +66,17 @@ describe.each<SpawnMethod>(['posix_spawn', 'child_process'])('%s', (method) => {
     expect(child.kill('SIGKILL')).toBe(false);
   });
 
+  test('stdin is closed once the child is gone, even when nothing was written to it', async () => {
+    // The CNI runtime kills pre-started plugins that never get their stdin; the pipe must not
+    // stay open behind them.
+    const child = spawnChild({ method, file: 'sleep', args: ['30'], env: ENV });
+    child.stdin?.on('error', () => undefined);
+    expect(child.kill('SIGKILL')).toBe(true);
+    await child.closed;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(child.stdin?.destroyed).toBe(true);
+  });
+
   test("stdin 'ignore' gives the child /dev/null", async () => {
     const child = spawnChild({ method, file: 'cat', env: ENV, stdin: 'ignore' });
     expect(child.stdin).toBeNull();

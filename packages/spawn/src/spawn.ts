@@ -279,6 +279,9 @@ function posixSpawn(posix: PosixSpawner, options: SpawnOptions): SpawnedChild {
   closed.catch(() => undefined);
   posix.reaper.watch(pid, (s) => {
     status = s;
+    // Nobody reads it any more; a child killed before it got its input would otherwise leave
+    // our end of the pipe open (node:child_process destroys stdin on exit too).
+    stdin?.destroy();
     settle();
   });
   const streamEnded = () => {
