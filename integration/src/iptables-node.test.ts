@@ -3,12 +3,12 @@
 // namespace (the test command checks that the root iptables-save output did not change).
 import {
   createBatch,
-  createSpawnRunner,
   createIptables,
+  createSpawnExec,
   isIptablesError,
 } from '@allocnet/iptables-node';
 import type {
-  CommandRunner,
+  CommandExec,
   Iptables,
   IptablesBatch,
   IptablesError,
@@ -40,9 +40,9 @@ afterEach(async () => {
   await lab.dispose();
 });
 
-/** A real runner that also records the argv of every process it starts. */
-function countingRunner(): CommandRunner & { readonly argv: string[][] } {
-  const real = createSpawnRunner();
+/** A real exec that also records the argv of every process it starts. */
+function countingExec(): CommandExec & { readonly argv: string[][] } {
+  const real = createSpawnExec();
   const argv: string[][] = [];
   return {
     argv,
@@ -190,8 +190,8 @@ describe('rules in the shape the bridge plugin writes', () => {
 
 describe('restore batches', () => {
   it('applies 500 rules in one iptables-restore, and removes them all in another', async () => {
-    const runner = countingRunner();
-    const ipt = createIptables({ netns: node.path, runner });
+    const exec = countingExec();
+    const ipt = createIptables({ netns: node.path, exec });
     const before = await ruleset();
 
     const add = createBatch();
@@ -270,7 +270,7 @@ describe('restore batches', () => {
     await ipt.restore(add);
     // One restore for all 500 rules (and 100 chains), after one iptables-save per table: the
     // snapshot that would put a committed table back if a later one failed.
-    expect(runner.argv.map((a) => a.slice(3).join(' '))).toEqual([
+    expect(exec.argv.map((a) => a.slice(3).join(' '))).toEqual([
       'iptables-save -t nat',
       'iptables-save -t filter',
       'iptables-restore --noflush --wait',
@@ -281,9 +281,9 @@ describe('restore batches', () => {
     expect(count('nat')).toBe(300);
     expect(count('filter')).toBe(200);
 
-    runner.argv.length = 0;
+    exec.argv.length = 0;
     await ipt.restore(remove);
-    expect(runner.argv.filter((a) => a[3] === 'iptables-restore')).toHaveLength(1);
+    expect(exec.argv.filter((a) => a[3] === 'iptables-restore')).toHaveLength(1);
     expect(await ruleset()).toBe(before);
   });
 
@@ -434,8 +434,8 @@ describe('commands against real iptables', () => {
   });
 
   it('reports a missing permission as permission', async () => {
-    const real = createSpawnRunner();
-    const unprivileged: CommandRunner = {
+    const real = createSpawnExec();
+    const unprivileged: CommandExec = {
       run: (spec) =>
         real.run({
           ...spec,
@@ -443,7 +443,7 @@ describe('commands against real iptables', () => {
           args: ['--reuid=65534', '--regid=65534', '--clear-groups', '--', spec.file, ...spec.args],
         }),
     };
-    const ipt = createIptables({ netns: node.path, runner: unprivileged });
+    const ipt = createIptables({ netns: node.path, exec: unprivileged });
     expect(await caught(ipt.listChains('filter'))).toMatchObject({ code: 'permission' });
   });
 

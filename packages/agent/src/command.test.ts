@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from '@allocnet/cni/testing';
 import { agentCommand, normalizeAgentArgs, runAgentCli } from './command.js';
+import type { DevSandboxRequest, DevSandbox } from './command.js';
 
 function io(env: Record<string, string> = {}) {
   const out = { stdout: '', stderr: '' };
@@ -88,5 +89,60 @@ describe('allocnet agent', () => {
       '/s',
       'x-dev',
     ]);
+  });
+});
+
+describe('allocnet agent --dev', () => {
+  class SandboxError extends Error {}
+
+  /** A dev sandbox that records what it is handed and answers `status`, or fails. */
+  function sandbox(outcome: number | Error) {
+    const requests: DevSandboxRequest[] = [];
+    const dev: DevSandbox = {
+      run: (request) => {
+        requests.push(request);
+        return outcome instanceof Error ? Promise.reject(outcome) : Promise.resolve(outcome);
+      },
+      isFailure: (error): error is Error => error instanceof SandboxError,
+    };
+    return { dev, requests };
+  }
+
+  it('hands the flags, the config file and its bin to the sandbox, and exits with its status', async () => {
+    const { dev, requests } = sandbox(3);
+    const { io: world, out } = io({ ALLOCNET_CONFIG: '/etc/allocnet/agent.yaml' });
+    expect(
+      await runAgentCli(['-dev', '--plugin-dir', '/p1', '--metrics-address', 'off'], world, {
+        dev,
+      }),
+    ).toBe(3);
+    expect(out.stderr).toBe('');
+    expect(requests).toEqual([
+      {
+        io: world,
+        flags: { 'plugin-dir': ['/p1'], 'metrics-address': 'off' },
+        configFile: '/etc/allocnet/agent.yaml',
+        entry: expect.stringMatching(/\/main\.js$/) as unknown,
+      },
+    ]);
+  });
+
+  it("reports the sandbox's failure as its own, and propagates anything else", async () => {
+    const failing = sandbox(new SandboxError('allocnet agent --dev needs root: try sudo'));
+    const { io: world, out } = io();
+    expect(await runAgentCli(['--dev'], world, { dev: failing.dev })).toBe(1);
+    expect(out.stderr).toBe('allocnet agent: allocnet agent --dev needs root: try sudo\n');
+    const buggy = sandbox(new TypeError('x is undefined'));
+    await expect(runAgentCli(['--dev'], io().io, { dev: buggy.dev })).rejects.toThrow(
+      'x is undefined',
+    );
+  });
+
+  it('says so when it is given no sandbox', async () => {
+    const { io: world, out } = io();
+    expect(await runAgentCli(['--dev'], world)).toBe(1);
+    expect(out.stderr).toBe(
+      'allocnet agent: --dev is not available: the program that runs this command has no dev sandbox (@allocnet/dev-sandbox)\n',
+    );
   });
 });

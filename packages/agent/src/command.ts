@@ -1,13 +1,18 @@
 // `allocnet agent`: the command that runs the daemon (the CLI mounts it; `allocnet-agent` runs it
 // alone). Configuration precedence: flags over ALLOCNET_* environment over the config file.
+// `--dev` hands over to a dev sandbox the mounting program gives (`DevSandbox`): the sandbox runs
+// this package's bin in a namespace of its own, and this package does not import it.
+import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
+import { DEFAULT_PLUGIN_DIRS } from '@allocnet/cni';
 import { startAgent } from './agent.js';
 import type { RunningAgent } from './agent.js';
-import { CONFIG_ENV, ENV_SETTINGS, loadAgentConfig } from './config.js';
+import { loadAgentConfig } from './config.js';
 import type { AgentConfig, AgentFlags } from './config.js';
-import { runDevAgent } from './dev.js';
-import { isAgentError, messageOf } from './errors.js';
+import { CNI_CACHE_SUBDIR, DEFAULTS } from './defaults.js';
+import { AgentError, isAgentError, messageOf } from './errors.js';
 import { createAgentLogger } from './logging.js';
+import { CONFIG_ENV, ENV_SETTINGS } from './settings.js';
 
 /** The signals the agent reacts to. */
 export type AgentSignal = 'SIGTERM' | 'SIGINT' | 'SIGHUP';
@@ -26,6 +31,31 @@ export interface AgentIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Default `process`. */
   readonly signals?: SignalSource;
+}
+
+/** What `--dev` is handed: the command's io and flags, and the agent's bin to run. */
+export interface DevSandboxRequest {
+  readonly io: AgentIo;
+  readonly flags: AgentFlags;
+  readonly configFile?: string;
+  /** This package's `dist/main.js` (the `allocnet-agent` bin). */
+  readonly entry: string;
+}
+
+/**
+ * The dev sandbox `--dev` runs: @allocnet/dev-sandbox's `{ run: runDevAgent, isFailure:
+ * isDevError }`, given by the programs that mount this command (the `allocnet-agent` bin, the
+ * CLI). `run` resolves the agent's exit status; a rejection `isFailure` recognises is reported
+ * as this command's own (`dev-failed`, its message unchanged), anything else is a bug.
+ */
+export interface DevSandbox {
+  run(request: DevSandboxRequest): Promise<number>;
+  isFailure(error: unknown): error is Error;
+}
+
+export interface AgentCommandOptions {
+  /** Without it, `--dev` fails saying so. */
+  readonly dev?: DevSandbox;
 }
 
 /** The flags of `allocnet agent`, by commander's option names, as the config loader's flags. */
@@ -95,35 +125,60 @@ async function runAgent(
   }
 }
 
+/** Runs `--dev`; a sandbox failure becomes the command's own `dev-failed`. */
+async function runDev(
+  dev: DevSandbox | undefined,
+  request: Omit<DevSandboxRequest, 'entry'>,
+): Promise<number> {
+  if (dev === undefined)
+    throw new AgentError(
+      '--dev is not available: the program that runs this command has no dev sandbox (@allocnet/dev-sandbox)',
+      { code: 'dev-failed' },
+    );
+  // The bin beside this module: dist/main.js (the sandbox runs it with this Node).
+  const entry = fileURLToPath(new URL('./main.js', import.meta.url));
+  try {
+    return await dev.run({ ...request, entry });
+  } catch (error) {
+    if (!dev.isFailure(error)) throw error;
+    throw new AgentError(error.message, { code: 'dev-failed', cause: error });
+  }
+}
+
 /**
  * The `agent` command: `allocnet agent [--config F] [--data-dir D] [--socket PATH] [--conf-dir D]
  * [--plugin-dir D]… [--dev] …`. Its action resolves when the agent has stopped (after SIGTERM or
  * SIGINT: exit status 0) and rejects with an `AgentError` when it cannot start (status 1).
  */
-export function agentCommand(io: AgentIo): Command {
+export function agentCommand(io: AgentIo, options: AgentCommandOptions = {}): Command {
   const command = new Command('agent')
     .description(
       'run the allocnet node agent: allocation networks over gRPC on a unix socket (and TCP with TLS)',
     )
     .addOption(new Option('--config <file>', `config file, JSON or YAML (env ${CONFIG_ENV})`))
-    .addOption(new Option('--data-dir <dir>', 'state directory (default /var/lib/allocnet)'))
-    .addOption(new Option('--socket <path>', 'unix socket (default /run/allocnet/agent.sock)'))
-    .addOption(new Option('--conf-dir <dir>', 'CNI network configs (default /etc/cni/net.d)'))
+    .addOption(new Option('--data-dir <dir>', `state directory (default ${DEFAULTS.dataDir})`))
+    .addOption(new Option('--socket <path>', `unix socket (default ${DEFAULTS.socket})`))
+    .addOption(new Option('--conf-dir <dir>', `CNI network configs (default ${DEFAULTS.confDir})`))
     .addOption(
       new Option(
         '--plugin-dir <dir>',
-        'CNI plugin directory; repeat for several (default /opt/cni/bin:/usr/libexec/cni:/usr/lib/cni)',
+        `CNI plugin directory; repeat for several (default ${DEFAULT_PLUGIN_DIRS.join(':')})`,
       ).argParser(collect),
     )
-    .addOption(new Option('--cache-dir <dir>', 'CNI result cache (default <data-dir>/cni)'))
+    .addOption(
+      new Option('--cache-dir <dir>', `CNI result cache (default <data-dir>/${CNI_CACHE_SUBDIR})`),
+    )
     .addOption(
       new Option(
         '--ipam-data-dir <dir>',
-        "the default network's host-local dir (default /var/run/cni)",
+        `the default network's host-local dir (default ${DEFAULTS.ipamDataDir})`,
       ),
     )
     .addOption(
-      new Option('--netns-prefix <prefix>', 'allocation namespace name prefix (default alloc-)'),
+      new Option(
+        '--netns-prefix <prefix>',
+        `allocation namespace name prefix (default ${DEFAULTS.netnsPrefix})`,
+      ),
     )
     .addOption(
       new Option('--tcp-address <ip:port>', 'also listen on TCP (TLS required off loopback)'),
@@ -131,10 +186,15 @@ export function agentCommand(io: AgentIo): Command {
     .addOption(
       new Option(
         '--metrics-address <ip:port|off>',
-        'Prometheus /metrics on loopback (default 127.0.0.1:9464)',
+        `Prometheus /metrics on loopback (default ${DEFAULTS.metricsAddress})`,
       ),
     )
-    .addOption(new Option('--log-level <level>', 'error, warn, info or debug (default info)'))
+    .addOption(
+      new Option(
+        '--log-level <level>',
+        `error, warn, info or debug (default ${DEFAULTS.logLevel})`,
+      ),
+    )
     .addOption(new Option('--log-format <format>', 'json or text (default: text on a terminal)'))
     .addOption(
       new Option('--ready-file <file>', 'write {pid, socket, tcp, metrics} here once serving'),
@@ -146,16 +206,16 @@ export function agentCommand(io: AgentIo): Command {
         'run in a throwaway sandbox namespace and temp dir, removed at exit (also -dev); needs root',
       ),
     )
-    .action(async (options: Record<string, unknown>) => {
-      const flags = flagsOf(options);
+    .action(async (values: Record<string, unknown>) => {
+      const flags = flagsOf(values);
       const file =
-        typeof options.config === 'string'
-          ? options.config
+        typeof values.config === 'string'
+          ? values.config
           : io.env[CONFIG_ENV] === undefined || io.env[CONFIG_ENV] === ''
             ? undefined
             : io.env[CONFIG_ENV];
-      if (options.dev === true) {
-        const status = await runDevAgent({
+      if (values.dev === true) {
+        const status = await runDev(options.dev, {
           io,
           flags,
           ...(file === undefined ? {} : { configFile: file }),
@@ -166,7 +226,7 @@ export function agentCommand(io: AgentIo): Command {
       const load = () =>
         loadAgentConfig({ file, env: io.env, flags, stderrIsTTY: io.stderr.isTTY === true });
       const config = await load();
-      if (options.printConfig === true) {
+      if (values.printConfig === true) {
         io.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
         return;
       }
@@ -179,8 +239,12 @@ export function agentCommand(io: AgentIo): Command {
  * `allocnet-agent <args>`: the agent command on its own. Resolves the exit status: 0 after a
  * stop by signal, 1 when the agent could not start (the message on stderr), 2 for a usage error.
  */
-export async function runAgentCli(argv: readonly string[], io: AgentIo): Promise<number> {
-  const command = agentCommand(io)
+export async function runAgentCli(
+  argv: readonly string[],
+  io: AgentIo,
+  options: AgentCommandOptions = {},
+): Promise<number> {
+  const command = agentCommand(io, options)
     .name('allocnet-agent')
     .exitOverride()
     .configureOutput({

@@ -1,7 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from '@allocnet/cni/testing';
-import { checkAgentConfig, isLoopback, loadAgentConfig, parseHostPort } from './config.js';
+import { isLoopback, parseHostPort } from './config-codec.js';
+import { checkAgentConfig, loadAgentConfig } from './config.js';
 import type { AgentConfig } from './config.js';
 import { isAgentError } from './errors.js';
 

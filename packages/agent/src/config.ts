@@ -1,29 +1,21 @@
 // The agent's configuration: a file (JSON or YAML), then ALLOCNET_* environment variables, then
 // command-line flags, each layer decoded with io-ts on its own (so an error names the key and
 // where the value came from), merged key by key, then checked as a whole and given defaults.
+// The keys' codecs are in config-codec.ts, the environment variables and flags in settings.ts,
+// the defaults in defaults.ts.
 import { readFile } from 'node:fs/promises';
-import { BlockList, isIP } from 'node:net';
 import { extname, posix } from 'node:path';
-import type * as t from 'io-ts';
 import { parse as parseYaml } from 'yaml';
+import { formatPath, invalidInputOf, renderProblem } from '@allocnet/base';
 import { DEFAULT_PLUGIN_DIRS, decode } from '@allocnet/cni';
-import { defaultNetworkSettings, isConfiguratorError } from '@allocnet/cni-configurator';
-import {
-  AbsolutePath,
-  Bool,
-  Text,
-  failWith,
-  list,
-  oneOf,
-  problem,
-  section,
-  whole,
-} from './codec.js';
+import { defaultNetworkSettings } from '@allocnet/cni-configurator';
+import { LayerCodec, MAX_SOCKET_PATH_BYTES, isLoopback, parseHostPort } from './config-codec.js';
+import type { Layer, LogFormat, LogLevel, ReconcileMode } from './config-codec.js';
+import { CNI_CACHE_SUBDIR, DEFAULTS } from './defaults.js';
 import { AgentError, messageOf, show } from './errors.js';
+import { ENV_SETTINGS, fromText, setPath } from './settings.js';
 
-export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
-export type LogFormat = 'json' | 'text';
-export type ReconcileMode = 'reap' | 'report';
+export type { LogFormat, LogLevel, ReconcileMode } from './config-codec.js';
 
 /** TLS for the TCP listener: the agent's certificate and key, and the CA of client certificates. */
 export interface TlsConfig {
@@ -87,218 +79,6 @@ export interface AgentConfig {
   readonly shutdownTimeoutMs: number;
   /** Written (JSON: pid, socket, tcp and metrics addresses) once the agent serves; removed at exit. */
   readonly readyFile?: string;
-}
-
-export const DEFAULTS = {
-  dataDir: '/var/lib/allocnet',
-  socket: '/run/allocnet/agent.sock',
-  confDir: '/etc/cni/net.d',
-  cniTimeoutMs: 60_000,
-  ipamDataDir: '/var/run/cni',
-  netnsPrefix: 'alloc-',
-  region: 'global',
-  concurrency: 8,
-  reconcileMode: 'report',
-  reconcileIntervalMs: 300_000,
-  logLevel: 'info',
-  metricsAddress: '127.0.0.1:9464',
-  shutdownTimeoutMs: 30_000,
-} as const;
-
-/** setTimeout's limit: a longer duration would fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-/** sockaddr_un's sun_path holds 108 bytes, the terminating NUL included. */
-export const MAX_SOCKET_PATH_BYTES = 107;
-
-// ---- codecs ---------------------------------------------------------------------------------
-
-const hostPortPattern = /^(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+)):([0-9]{1,5})$/;
-
-/** `ip:port` or `[ipv6]:port`, port 0–65535, the address an IP literal. */
-export function parseHostPort(text: string): { host: string; port: number } | undefined {
-  const m = hostPortPattern.exec(text);
-  if (m === null) return undefined;
-  const host = m[1] ?? m[2] ?? '';
-  const port = Number(m[3]);
-  if (isIP(host) === 0 || port > 65535) return undefined;
-  if (m[1] !== undefined && isIP(host) !== 6) return undefined;
-  if (m[2] !== undefined && isIP(host) !== 4) return undefined;
-  return { host, port };
-}
-
-const loopback = new BlockList();
-loopback.addSubnet('127.0.0.0', 8, 'ipv4');
-loopback.addAddress('::1', 'ipv6');
-
-/** Whether an IP literal is a loopback address (127.0.0.0/8, ::1). */
-export function isLoopback(host: string): boolean {
-  const family = isIP(host);
-  if (family === 0) return false;
-  return loopback.check(host, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-const TcpAddress = failWith('TcpAddress', (u) => {
-  if (typeof u !== 'string') return problem(`should be an address as ip:port, got ${show(u)}`);
-  return parseHostPort(u) === undefined
-    ? problem(
-        `${show(u)} is not ip:port with an IP address (e.g. 10.0.0.5:4647, [::1]:4647; port 0 picks one)`,
-      )
-    : u;
-});
-
-const MetricsAddress = failWith('MetricsAddress', (u) => {
-  if (typeof u !== 'string')
-    return problem(`should be ip:port on loopback or "off", got ${show(u)}`);
-  if (u === 'off') return u;
-  const parsed = parseHostPort(u);
-  if (parsed === undefined)
-    return problem(`${show(u)} is not ip:port with an IP address, or "off" (e.g. 127.0.0.1:9464)`);
-  if (!isLoopback(parsed.host))
-    return problem(
-      `${show(u)} is not a loopback address; metrics are served on loopback only (127.0.0.0/8 or ::1), or "off"`,
-    );
-  return u;
-});
-
-const NetnsPrefix = failWith('NetnsPrefix', (u) => {
-  if (typeof u !== 'string') return problem(`should be a string, got ${show(u)}`);
-  return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(u)
-    ? u
-    : problem(
-        `${show(u)} should be 1 to 64 characters of [A-Za-z0-9_.-], starting with a letter or digit`,
-      );
-});
-
-const Region = failWith('Region', (u) => {
-  if (typeof u !== 'string') return problem(`should be a string, got ${show(u)}`);
-  return u !== '' && u.length <= 256 && !/[;=\0]/.test(u)
-    ? u
-    : problem(
-        `${show(u)} should be 1 to 256 characters without ";", "=" or NUL (it goes into CNI_ARGS)`,
-      );
-});
-
-const LayerCodec = section('config', {
-  dataDir: AbsolutePath,
-  socket: AbsolutePath,
-  tcp: section('tcp', {
-    address: TcpAddress,
-    tls: section('tls', { cert: AbsolutePath, key: AbsolutePath, clientCa: AbsolutePath }),
-    operatorTokenFile: AbsolutePath,
-  }),
-  cni: section('cni', {
-    pluginDirs: list('PluginDirs', AbsolutePath, { max: 32 }),
-    confDir: AbsolutePath,
-    cacheDir: AbsolutePath,
-    timeoutMs: whole('TimeoutMs', 1, MAX_TIMER_MS, ' of milliseconds'),
-  }),
-  defaultNetwork: section('defaultNetwork', {
-    name: Text,
-    bridge: Text,
-    subnet: Text,
-    ipv6Subnet: Text,
-    hairpinMode: Bool,
-    mtu: whole('Mtu', 576, 65535),
-    ipamDataDir: AbsolutePath,
-    adminChain: Text,
-  }),
-  netnsPrefix: NetnsPrefix,
-  ignoreHostIps: Bool,
-  region: Region,
-  concurrency: whole('Concurrency', 1, 1024),
-  reconcile: section('reconcile', {
-    mode: oneOf<ReconcileMode>('ReconcileMode', ['reap', 'report']),
-    intervalMs: whole('IntervalMs', 0, MAX_TIMER_MS, ' of milliseconds'),
-  }),
-  log: section('log', {
-    level: oneOf<LogLevel>('LogLevel', ['error', 'warn', 'info', 'debug']),
-    format: oneOf<LogFormat>('LogFormat', ['json', 'text']),
-  }),
-  metrics: section('metrics', { address: MetricsAddress }),
-  shutdownTimeoutMs: whole('ShutdownTimeoutMs', 0, MAX_TIMER_MS, ' of milliseconds'),
-  readyFile: AbsolutePath,
-});
-
-type Layer = t.TypeOf<typeof LayerCodec>;
-
-// ---- environment and flags ------------------------------------------------------------------
-
-type Kind = 'text' | 'int' | 'bool' | 'list';
-
-/** One setting that also comes from the environment and (for the common ones) a flag. */
-export interface EnvSetting {
-  /** The key path in the config file. */
-  readonly key: string;
-  readonly env: string;
-  /** The long flag, without dashes. */
-  readonly flag?: string;
-  readonly kind: Kind;
-}
-
-/** Every environment variable (and flag) the agent reads, with the key it sets. */
-export const ENV_SETTINGS: readonly EnvSetting[] = [
-  { key: 'dataDir', env: 'ALLOCNET_DATA_DIR', flag: 'data-dir', kind: 'text' },
-  { key: 'socket', env: 'ALLOCNET_SOCKET', flag: 'socket', kind: 'text' },
-  { key: 'tcp.address', env: 'ALLOCNET_TCP_ADDRESS', flag: 'tcp-address', kind: 'text' },
-  { key: 'tcp.tls.cert', env: 'ALLOCNET_TLS_CERT', kind: 'text' },
-  { key: 'tcp.tls.key', env: 'ALLOCNET_TLS_KEY', kind: 'text' },
-  { key: 'tcp.tls.clientCa', env: 'ALLOCNET_TLS_CLIENT_CA', kind: 'text' },
-  { key: 'tcp.operatorTokenFile', env: 'ALLOCNET_OPERATOR_TOKEN_FILE', kind: 'text' },
-  { key: 'cni.pluginDirs', env: 'ALLOCNET_PLUGIN_DIRS', flag: 'plugin-dir', kind: 'list' },
-  { key: 'cni.confDir', env: 'ALLOCNET_CONF_DIR', flag: 'conf-dir', kind: 'text' },
-  { key: 'cni.cacheDir', env: 'ALLOCNET_CACHE_DIR', flag: 'cache-dir', kind: 'text' },
-  { key: 'cni.timeoutMs', env: 'ALLOCNET_CNI_TIMEOUT_MS', kind: 'int' },
-  {
-    key: 'defaultNetwork.ipamDataDir',
-    env: 'ALLOCNET_IPAM_DATA_DIR',
-    flag: 'ipam-data-dir',
-    kind: 'text',
-  },
-  { key: 'netnsPrefix', env: 'ALLOCNET_NETNS_PREFIX', flag: 'netns-prefix', kind: 'text' },
-  { key: 'ignoreHostIps', env: 'ALLOCNET_IGNORE_HOST_IPS', kind: 'bool' },
-  { key: 'region', env: 'ALLOCNET_REGION', kind: 'text' },
-  { key: 'concurrency', env: 'ALLOCNET_CONCURRENCY', kind: 'int' },
-  { key: 'reconcile.mode', env: 'ALLOCNET_RECONCILE_MODE', kind: 'text' },
-  { key: 'reconcile.intervalMs', env: 'ALLOCNET_RECONCILE_INTERVAL_MS', kind: 'int' },
-  { key: 'log.level', env: 'ALLOCNET_LOG_LEVEL', flag: 'log-level', kind: 'text' },
-  { key: 'log.format', env: 'ALLOCNET_LOG_FORMAT', flag: 'log-format', kind: 'text' },
-  {
-    key: 'metrics.address',
-    env: 'ALLOCNET_METRICS_ADDRESS',
-    flag: 'metrics-address',
-    kind: 'text',
-  },
-  { key: 'shutdownTimeoutMs', env: 'ALLOCNET_SHUTDOWN_TIMEOUT_MS', kind: 'int' },
-  { key: 'readyFile', env: 'ALLOCNET_READY_FILE', flag: 'ready-file', kind: 'text' },
-];
-
-/** The environment variable that names the config file when `--config` is not given. */
-export const CONFIG_ENV = 'ALLOCNET_CONFIG';
-
-/** A value from text: numbers and booleans parsed when they look right, else kept for the codec to refuse. */
-function fromText(kind: Kind, value: string | readonly string[]): unknown {
-  if (kind === 'list') return typeof value === 'string' ? value.split(':') : [...value];
-  const text = typeof value === 'string' ? value : value.join(':');
-  if (kind === 'int') return /^-?[0-9]+$/.test(text) ? Number(text) : text;
-  if (kind === 'bool') {
-    if (['true', '1', 'yes'].includes(text)) return true;
-    if (['false', '0', 'no'].includes(text)) return false;
-  }
-  return text;
-}
-
-function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
-  let at = target;
-  for (const key of path.slice(0, -1)) {
-    const next = at[key];
-    if (typeof next === 'object' && next !== null) at = next as Record<string, unknown>;
-    else {
-      const made: Record<string, unknown> = {};
-      at[key] = made;
-      at = made;
-    }
-  }
-  at[path[path.length - 1] ?? ''] = value;
 }
 
 // ---- layers, merge, resolve -----------------------------------------------------------------
@@ -425,12 +205,14 @@ function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
   try {
     defaultNetworkSettings(defaultNetwork);
   } catch (error) {
-    if (!isConfiguratorError(error)) throw error;
-    const field = error.field ?? 'defaultNetwork';
-    const problem = error.message.startsWith(`${field} `)
-      ? error.message.slice(field.length + 1)
-      : error.message;
-    throw invalid(field, problem, src(field) ?? sourceUnder(sources, 'defaultNetwork'));
+    const bad = invalidInputOf(error);
+    if (bad === undefined) throw error;
+    const field = formatPath(bad.path);
+    throw invalid(
+      field,
+      renderProblem(bad.problem),
+      src(field) ?? sourceUnder(sources, 'defaultNetwork'),
+    );
   }
 
   const config: AgentConfig = {
@@ -440,7 +222,7 @@ function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
     cni: {
       pluginDirs: layer.cni?.pluginDirs ?? [...DEFAULT_PLUGIN_DIRS],
       confDir: layer.cni?.confDir ?? DEFAULTS.confDir,
-      cacheDir: layer.cni?.cacheDir ?? posix.join(dataDir, 'cni'),
+      cacheDir: layer.cni?.cacheDir ?? posix.join(dataDir, CNI_CACHE_SUBDIR),
       timeoutMs: layer.cni?.timeoutMs ?? DEFAULTS.cniTimeoutMs,
     },
     defaultNetwork,

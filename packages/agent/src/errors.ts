@@ -1,6 +1,11 @@
+import { renderProblem } from '@allocnet/base';
+import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+
+export { messageOf, show } from '@allocnet/base';
+
 /**
  * What went wrong in the agent itself (the runner's and configurator's errors keep their own
- * types and are mapped to gRPC statuses in status.ts):
+ * types; every kind is mapped to a gRPC status in status.ts):
  * - `invalid-config`: a configuration key is wrong; `field` names it (`cni.timeoutMs`), `source`
  *   says where the value came from (`file /etc/allocnet/agent.yaml`, `env ALLOCNET_SOCKET`,
  *   `flag --data-dir`);
@@ -23,10 +28,27 @@ export type AgentErrorCode =
   | 'dev-failed'
   | 'aborted';
 
+/** What callers act on (see @allocnet/base), by code. */
+const KINDS: Readonly<Record<AgentErrorCode, ErrorKind>> = {
+  // A bad configuration is the operator's input to `allocnet agent`, and no RPC's: the RPC that
+  // meets one (ReloadConfig) reports it as the agent's own failure.
+  'invalid-config': 'internal',
+  'invalid-request': 'invalid',
+  'not-found': 'not-found',
+  'socket-in-use': 'conflict',
+  'listen-failed': 'internal',
+  'start-failed': 'internal',
+  'dev-failed': 'internal',
+  aborted: 'aborted',
+};
+
 export interface AgentErrorDetails {
   readonly code: AgentErrorCode;
-  /** The configuration key or request field, as a path. */
+  /** The configuration key or request field as its source spells it (`cni.timeoutMs`, `alloc_id`). */
   readonly field?: string;
+  /** For `invalid-request`: the request field (`['ports', 1, 'value']`) and what is wrong. */
+  readonly path?: FieldPath;
+  readonly problem?: Problem;
   /** For `invalid-config`: where the value came from. */
   readonly source?: string;
   readonly cause?: unknown;
@@ -40,7 +62,12 @@ const BRAND = Symbol.for('@allocnet/agent.AgentError');
  */
 export class AgentError extends Error {
   readonly code: AgentErrorCode;
+  readonly kind: ErrorKind;
   readonly field: string | undefined;
+  readonly path: FieldPath | undefined;
+  readonly problem: Problem | undefined;
+  /** Messages here name no field outside `field`/`problem`. */
+  readonly parts: Problem | undefined = undefined;
   readonly source: string | undefined;
   readonly [BRAND] = true;
 
@@ -48,7 +75,10 @@ export class AgentError extends Error {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'AgentError';
     this.code = details.code;
+    this.kind = KINDS[details.code];
     this.field = details.field;
+    this.path = details.path;
+    this.problem = details.problem;
     this.source = details.source;
   }
 }
@@ -58,20 +88,20 @@ export function isAgentError(value: unknown): value is AgentError {
   return typeof value === 'object' && value !== null && BRAND in value;
 }
 
-/** The message of anything thrown, for logs and statuses. */
-export function messageOf(error: unknown): string {
-  // Not `instanceof Error`: errors from another realm (node:fs under jest's vm) are objects too.
-  if (typeof error === 'object' && error !== null && typeof (error as Error).message === 'string')
-    return (error as Error).message;
-  if (typeof error === 'string') return error;
-  const json = JSON.stringify(error) as string | undefined;
-  return json ?? String(error);
-}
-
-/** A value as messages quote it: JSON, cut at 80 characters. */
-export function show(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  // JSON.stringify gives undefined for functions and symbols: name the type instead.
-  const text = (JSON.stringify(value) as string | undefined) ?? `<${typeof value}>`;
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+/**
+ * An `invalid-request` error: `<field> <problem>`, the field in the .proto's spelling given by
+ * `spell` (status.ts `protoField`).
+ */
+export function invalidRequest(
+  path: FieldPath,
+  problem: Problem,
+  spell: (path: FieldPath) => string,
+): AgentError {
+  const field = spell(path);
+  return new AgentError(`${field} ${renderProblem(problem, spell)}`, {
+    code: 'invalid-request',
+    field,
+    path,
+    problem,
+  });
 }

@@ -1,10 +1,9 @@
-export { loadAgentConfig, checkAgentConfig, CONFIG_ENV, DEFAULTS, ENV_SETTINGS } from './config.js';
+export { loadAgentConfig, checkAgentConfig } from './config.js';
 export type {
   AgentConfig,
   AgentFlags,
   CniSettings,
   DefaultNetworkConfig,
-  EnvSetting,
   LoadAgentConfigOptions,
   LogFormat,
   LogLevel,
@@ -12,12 +11,22 @@ export type {
   TcpConfig,
   TlsConfig,
 } from './config.js';
-export { startAgent, agentVersion, readOperatorToken } from './agent.js';
-export type { ReadyInfo, ReloadReport, RunningAgent, StartAgentOptions } from './agent.js';
+export { CONFIG_ENV, ENV_SETTINGS } from './settings.js';
+export type { EnvSetting } from './settings.js';
+export { DEFAULTS } from './defaults.js';
+export { startAgent, agentVersion } from './agent.js';
+export type { ReadyInfo, RunningAgent, StartAgentOptions } from './agent.js';
+export type { ReloadReport } from './reload.js';
+export { readOperatorToken } from './secrets.js';
 export { agentCommand, normalizeAgentArgs, runAgentCli } from './command.js';
-export type { AgentIo, AgentSignal, SignalSource } from './command.js';
-export { runDevAgent } from './dev.js';
-export type { DevOptions } from './dev.js';
+export type {
+  AgentCommandOptions,
+  AgentIo,
+  AgentSignal,
+  DevSandboxRequest,
+  DevSandbox,
+  SignalSource,
+} from './command.js';
 export { AgentError, isAgentError } from './errors.js';
 export type { AgentErrorCode, AgentErrorDetails } from './errors.js';
 export { grpcFailure, protoField } from './status.js';

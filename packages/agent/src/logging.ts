@@ -2,15 +2,14 @@
 // readable lines) to one stream, stderr by default; the libraries get adapters of it.
 import { Writable } from 'node:stream';
 import winston from 'winston';
-import type { RunnerLogger } from '@allocnet/alloc-runner';
+import type { Logger } from '@allocnet/base';
 import type { LogFormat, LogLevel } from './config.js';
 
-/** What the agent logs through: a winston logger or anything with the same four methods. */
-export interface AgentLogger {
-  error(message: string, meta?: Record<string, unknown>): void;
-  warn(message: string, meta?: Record<string, unknown>): void;
-  info(message: string, meta?: Record<string, unknown>): void;
-  debug(message: string, meta?: Record<string, unknown>): void;
+/**
+ * What the agent logs through: the libraries' `Logger` (@allocnet/base) with all four levels —
+ * a winston logger or anything with the same four methods.
+ */
+export interface AgentLogger extends Required<Logger> {
   /** winston's: changes the level live (SIGHUP). Absent on loggers that cannot. */
   level?: string;
   /** winston's: whether a level would be written. Absent: every level is. */
@@ -69,7 +68,7 @@ export function createAgentLogger(options: AgentLoggerOptions): winston.Logger {
 }
 
 /** The libraries' logger (`debug`, `warn`, `info`, `error`), each line tagged with its component. */
-export function componentLogger(logger: AgentLogger, component: string): Required<RunnerLogger> {
+export function componentLogger(logger: AgentLogger, component: string): Required<Logger> {
   return {
     debug: (message, meta) => {
       // winston runs its formats (timestamp, JSON) before its transports drop a line below the

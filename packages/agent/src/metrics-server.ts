@@ -2,7 +2,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { parseHostPort } from './config.js';
+import { parseHostPort } from './config-codec.js';
 import { AgentError, messageOf } from './errors.js';
 import type { AgentLogger } from './logging.js';
 

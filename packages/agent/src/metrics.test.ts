@@ -82,18 +82,16 @@ describe('createAgentMetrics', () => {
     expect(await samples(m, 'allocnet_live_allocations')).toEqual(['allocnet_live_allocations 0']);
   });
 
-  it("adds the reconciler's leaks to the operators' ones", async () => {
-    let now = stats({ leaksFound: 2, leaksReaped: 1 });
+  it("counts the leaks the runner counted (its reconciler's and the operators')", async () => {
+    let now = stats({ leaksFound: 5, leaksReaped: 4 });
     const m = createAgentMetrics({ stats: () => now, version: '0', processMetrics: false });
-    m.leaksFound(3);
-    m.leaksReaped(3);
     expect(await samples(m, 'allocnet_leaks_found_total')).toEqual([
       'allocnet_leaks_found_total 5',
     ]);
     expect(await samples(m, 'allocnet_leaks_reaped_total')).toEqual([
       'allocnet_leaks_reaped_total 4',
     ]);
-    now = stats({ leaksFound: 4, leaksReaped: 1 });
+    now = stats({ leaksFound: 7, leaksReaped: 4 });
     expect(await samples(m, 'allocnet_leaks_found_total')).toEqual([
       'allocnet_leaks_found_total 7',
     ]);

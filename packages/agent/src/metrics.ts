@@ -13,9 +13,6 @@ export interface AgentMetrics {
   teardown(seconds: number, outcome: 'ok' | 'error'): void;
   /** A failed RPC, by operation (`setup`, `reap-leaks`, …) and gRPC status name. */
   failure(op: string, code: string): void;
-  /** Leaked allocations found / removed by ListLeaks and ReapLeaks (the reconciler's come from stats). */
-  leaksFound(count: number): void;
-  leaksReaped(count: number): void;
   /** One plugin process, from start of its stdin to its exit. */
   pluginExec(plugin: string, verb: string, seconds: number): void;
 }
@@ -61,28 +58,28 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     registers,
   });
 
-  // The reconciler counts in the runner; ListLeaks and ReapLeaks count here. A scrape adds what
-  // the runner counted since the last one.
-  let reconcilerFound = 0;
-  let reconcilerReaped = 0;
-  const leaksFound = new Counter({
+  // Leaks are counted in one place, the runner (its reconciler and the operators' ListLeaks and
+  // ReapLeaks): a scrape adds what it counted since the last one.
+  let countedFound = 0;
+  let countedReaped = 0;
+  new Counter({
     name: 'allocnet_leaks_found_total',
     help: 'Leaked allocations (host state tagged with an allocation the agent does not know) found by the reconciler, ListLeaks and ReapLeaks',
     registers,
     collect() {
-      const found = options.stats()?.leaksFound ?? reconcilerFound;
-      if (found > reconcilerFound) this.inc(found - reconcilerFound);
-      reconcilerFound = found;
+      const found = options.stats()?.leaksFound ?? countedFound;
+      if (found > countedFound) this.inc(found - countedFound);
+      countedFound = found;
     },
   });
-  const leaksReaped = new Counter({
+  new Counter({
     name: 'allocnet_leaks_reaped_total',
     help: 'Leaked allocations whose state was removed by the reconciler or ReapLeaks',
     registers,
     collect() {
-      const reaped = options.stats()?.leaksReaped ?? reconcilerReaped;
-      if (reaped > reconcilerReaped) this.inc(reaped - reconcilerReaped);
-      reconcilerReaped = reaped;
+      const reaped = options.stats()?.leaksReaped ?? countedReaped;
+      if (reaped > countedReaped) this.inc(reaped - countedReaped);
+      countedReaped = reaped;
     },
   });
   new Gauge({
@@ -131,12 +128,6 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     },
     failure(op, code) {
       failures.inc({ op, code });
-    },
-    leaksFound(count) {
-      if (count > 0) leaksFound.inc(count);
-    },
-    leaksReaped(count) {
-      if (count > 0) leaksReaped.inc(count);
     },
     pluginExec(plugin, verb, seconds) {
       pluginExec.observe({ plugin, verb }, seconds);

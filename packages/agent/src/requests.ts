@@ -18,7 +18,7 @@ import type {
   TeardownAllocNetworkRequest__Output,
 } from '@allocnet/proto';
 import { failWith, list, problem } from './codec.js';
-import { AgentError, show } from './errors.js';
+import { invalidRequest, show } from './errors.js';
 import { protoField } from './status.js';
 
 /** The same limits the configurator applies, so that either check gives the same message. */
@@ -127,11 +127,8 @@ const ReapShape = t.type({ batchSize: integer('BatchSize'), dryRun: Bool });
 function shape<A>(codec: t.Type<A, unknown>, request: unknown): A {
   const decoded = decode(codec, request);
   if (decoded.ok) return decoded.value;
-  const field = protoField(decoded.problem.field);
-  throw new AgentError(`${field === '' ? 'request' : field} ${decoded.problem.problem}`, {
-    code: 'invalid-request',
-    field: field === '' ? 'request' : field,
-  });
+  const path = decoded.problem.path.length === 0 ? ['request'] : decoded.problem.path;
+  throw invalidRequest(path, [decoded.problem.problem], protoField);
 }
 
 /** An allocation id on its own, as the configurator checks it; the error names `alloc_id`. */
@@ -193,9 +190,12 @@ export async function decodeSetupRequest(
     let catalog = context.catalog();
     if (!known(catalog)) catalog = await context.reload();
     if (!known(catalog)) {
-      throw new AgentError(
-        `network ${JSON.stringify(spec.network)} is not known (networks: ${catalog.networks.map((n) => JSON.stringify(n.name)).join(', ')})`,
-        { code: 'invalid-request', field: 'network' },
+      throw invalidRequest(
+        ['network'],
+        [
+          `${JSON.stringify(spec.network)} is not known (networks: ${catalog.networks.map((n) => JSON.stringify(n.name)).join(', ')})`,
+        ],
+        protoField,
       );
     }
   }
@@ -224,9 +224,10 @@ export function decodeForceCleanupRequest(request: ForceCleanupRequest__Output):
   const r = shape(ForceCleanupShape, request);
   const allocId = checkAllocId(r.allocId, 'alloc_id');
   if (r.network !== '' && !NAME_PATTERN.test(r.network))
-    throw new AgentError(
-      `network ${JSON.stringify(r.network)} does not match ${NAME_PATTERN.source}`,
-      { code: 'invalid-request', field: 'network' },
+    throw invalidRequest(
+      ['network'],
+      [`${JSON.stringify(r.network)} does not match ${NAME_PATTERN.source}`],
+      protoField,
     );
   return { allocId, network: r.network === '' ? undefined : r.network, dryRun: r.dryRun };
 }
@@ -239,9 +240,12 @@ export interface ReapArgs {
 export function decodeReapRequest(request: ReapLeaksRequest__Output): ReapArgs {
   const r = shape(ReapShape, request);
   if (r.batchSize < 0 || r.batchSize > LIMITS.batchSize)
-    throw new AgentError(
-      `batch_size should be from 0 (the agent's default, ${DEFAULT_REAP_BATCH}) to ${LIMITS.batchSize}, got ${r.batchSize}`,
-      { code: 'invalid-request', field: 'batch_size' },
+    throw invalidRequest(
+      ['batchSize'],
+      [
+        `should be from 0 (the agent's default, ${DEFAULT_REAP_BATCH}) to ${LIMITS.batchSize}, got ${r.batchSize}`,
+      ],
+      protoField,
     );
   return { batchSize: r.batchSize === 0 ? DEFAULT_REAP_BATCH : r.batchSize, dryRun: r.dryRun };
 }

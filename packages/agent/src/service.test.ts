@@ -483,7 +483,11 @@ describe('AllocNetworkService', () => {
 
   it('reports an unhealthy CHECK as an answer', async () => {
     await unary(alloc, 'SetupAllocNetwork', setupRequest());
-    configurator.fail('check', new Error('plugin "bridge" failed (CHECK): no address'));
+    // What the configurator throws when a plugin's CHECK finds the network broken.
+    configurator.fail(
+      'check',
+      new ConfiguratorError('plugin "bridge" failed (CHECK): no address', { code: 'check-failed' }),
+    );
     expect(await unary(alloc, 'CheckAllocNetwork', { allocId: ID })).toMatchObject({
       healthy: false,
       checkRan: true,

@@ -6,7 +6,7 @@
 import { createConnection } from 'node:net';
 import { chmod, lstat, mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { MAX_SOCKET_PATH_BYTES } from './config.js';
+import { MAX_SOCKET_PATH_BYTES } from './config-codec.js';
 import { AgentError, messageOf } from './errors.js';
 import type { AgentLogger } from './logging.js';
 

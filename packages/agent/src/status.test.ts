@@ -1,10 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
-import { RunnerError } from '@allocnet/alloc-runner';
+import { RunnerError, invalidInput } from '@allocnet/alloc-runner';
 import { CniError } from '@allocnet/cni';
-import { ConfiguratorError } from '@allocnet/cni-configurator';
+import { ERROR_KINDS } from '@allocnet/base';
+import type { FieldPath } from '@allocnet/base';
+import { ConfiguratorError, invalidField } from '@allocnet/cni-configurator';
 import { IptablesError } from '@allocnet/iptables-node';
-import { AgentError } from './errors.js';
-import { grpcFailure, protoField } from './status.js';
+import { AgentError, invalidRequest } from './errors.js';
+import { grpcFailure, protoField, statusName, statusOf } from './status.js';
 import type { AbortCause } from './status.js';
 
 const bridgeFailed = new CniError(
@@ -22,12 +24,11 @@ const setupFailed = new ConfiguratorError(
   { code: 'setup-failed', allocId: 'a1', network: 'nomad', attempts: 3, cause: bridgeFailed },
 );
 
-function runner(code: RunnerError['code'], message: string, cause?: unknown, field?: string) {
+function runner(code: RunnerError['code'], message: string, cause?: unknown) {
   return new RunnerError(message, {
     code,
     allocId: 'a1',
     ...(cause === undefined ? {} : { cause }),
-    ...(field === undefined ? {} : { field }),
   });
 }
 
@@ -42,11 +43,11 @@ describe('grpcFailure', () => {
   ][] = [
     [
       "the runner's invalid-argument, with its own field",
-      runner(
-        'invalid-argument',
-        'invalid allocation spec: spec.netnsPath "/x" is not a network namespace',
-        undefined,
-        'spec.netnsPath',
+      invalidInput(
+        'invalid allocation spec',
+        ['spec', 'netnsPath'],
+        ['"/x" is not a network namespace'],
+        { allocId: 'a1' },
       ),
       undefined,
       grpc.status.INVALID_ARGUMENT,
@@ -55,17 +56,17 @@ describe('grpcFailure', () => {
     ],
     [
       "the runner's invalid-argument found by the configurator's decoder",
-      runner(
-        'invalid-argument',
-        'invalid allocation spec: spec.legacyNetworks[0].reservedPorts[1].value should be a port number from 1 to 65535, got 0',
-        new ConfiguratorError(
-          'legacyNetworks[0].reservedPorts[1].value should be a port number from 1 to 65535, got 0',
-          {
-            code: 'invalid-argument',
-            field: 'legacyNetworks[0].reservedPorts[1].value',
-          },
-        ),
-        'spec.legacyNetworks[0].reservedPorts[1].value',
+      invalidInput(
+        'invalid allocation spec',
+        ['spec', 'legacyNetworks', 0, 'reservedPorts', 1, 'value'],
+        ['should be a port number from 1 to 65535, got 0'],
+        {
+          allocId: 'a1',
+          cause: invalidField(
+            ['legacyNetworks', 0, 'reservedPorts', 1, 'value'],
+            'should be a port number from 1 to 65535, got 0',
+          ),
+        },
       ),
       undefined,
       grpc.status.INVALID_ARGUMENT,
@@ -77,15 +78,20 @@ describe('grpcFailure', () => {
     ],
     [
       'an unknown network found during setup',
-      runner(
-        'invalid-argument',
+      new RunnerError(
         'setup of allocation "a1" failed: network "nope" is not known (networks: "nomad")',
-        new ConfiguratorError('network "nope" is not known (networks: "nomad")', {
-          code: 'network-not-found',
-          field: 'network',
-          network: 'nope',
-        }),
-        'spec.network',
+        {
+          code: 'invalid-argument',
+          allocId: 'a1',
+          path: ['spec', 'network'],
+          problem: ['"nope" is not known (networks: "nomad")'],
+          cause: new ConfiguratorError('network "nope" is not known (networks: "nomad")', {
+            code: 'network-not-found',
+            path: ['network'],
+            problem: ['"nope" is not known (networks: "nomad")'],
+            network: 'nope',
+          }),
+        },
       ),
       undefined,
       grpc.status.INVALID_ARGUMENT,
@@ -94,9 +100,13 @@ describe('grpcFailure', () => {
     ],
     [
       'a duplicate host port, quoting the other port by its request name',
-      new ConfiguratorError(
-        'legacyNetworks[0].dynamicPorts[0].value ("b") claims host port 80, which legacyNetworks[0].reservedPorts[0].value ("a") already claims',
-        { code: 'invalid-argument', field: 'legacyNetworks[0].dynamicPorts[0].value' },
+      invalidField(
+        ['legacyNetworks', 0, 'dynamicPorts', 0, 'value'],
+        [
+          '("b") claims host port 80, which ',
+          { field: ['legacyNetworks', 0, 'reservedPorts', 0, 'value'] },
+          ' ("a") already claims',
+        ],
       ),
       undefined,
       grpc.status.INVALID_ARGUMENT,
@@ -108,12 +118,9 @@ describe('grpcFailure', () => {
     ],
     [
       'a CNI arg key, quoted as a map key',
-      new ConfiguratorError(
-        'cniArgs.a;b "a;b" contains ";", "=" or a NUL character, which CNI_ARGS cannot carry',
-        {
-          code: 'invalid-argument',
-          field: 'cniArgs.a;b',
-        },
+      invalidField(
+        ['cniArgs', 'a;b'],
+        '"a;b" contains ";", "=" or a NUL character, which CNI_ARGS cannot carry',
       ),
       undefined,
       grpc.status.INVALID_ARGUMENT,
@@ -122,10 +129,7 @@ describe('grpcFailure', () => {
     ],
     [
       "the agent's own invalid request",
-      new AgentError('batch_size should be from 0 to 10000, got 20000', {
-        code: 'invalid-request',
-        field: 'batch_size',
-      }),
+      invalidRequest(['batchSize'], ['should be from 0 to 10000, got 20000'], protoField),
       undefined,
       grpc.status.INVALID_ARGUMENT,
       'batch_size should be from 0 to 10000, got 20000',
@@ -149,9 +153,21 @@ describe('grpcFailure', () => {
     ],
     [
       'conflict, naming the fields as the request does',
-      runner(
-        'conflict',
+      new RunnerError(
         'allocation "a1" is already set up with a different spec (jobId, legacyNetworks, ports differ); tear it down first',
+        {
+          code: 'conflict',
+          allocId: 'a1',
+          parts: [
+            'allocation "a1" is already set up with a different spec (',
+            { field: ['jobId'] },
+            ', ',
+            { field: ['legacyNetworks'] },
+            ', ',
+            { field: ['ports'] },
+            ' differ); tear it down first',
+          ],
+        },
       ),
       undefined,
       grpc.status.FAILED_PRECONDITION,
@@ -292,10 +308,7 @@ describe('grpcFailure', () => {
   });
 
   it('leaves metadata that is not printable ASCII out (it stays in the message)', () => {
-    const error = new ConfiguratorError('cniArgs.é "é" is not valid', {
-      code: 'invalid-argument',
-      field: 'cniArgs.é',
-    });
+    const error = invalidField(['cniArgs', 'é'], '"é" is not valid');
     expect(grpcFailure(error, undefined)).toEqual({
       code: grpc.status.INVALID_ARGUMENT,
       details: 'cni_args["é"] "é" is not valid',
@@ -305,18 +318,46 @@ describe('grpcFailure', () => {
 });
 
 describe('protoField', () => {
-  it.each([
-    ['spec.allocId', 'alloc_id'],
-    ['spec', ''],
-    ['allocId', 'alloc_id'],
-    ['spec.ports[3].hostIp', 'ports[3].host_ip'],
-    ['spec.legacyNetworks[1].dynamicPorts[0].to', 'networks[1].dynamic_ports[0].to'],
-    ['spec.cniArgs', 'cni_args'],
-    ['spec.cniArgs.a.b', 'cni_args["a.b"]'],
-    ['netns', 'netns_path'],
-    ['batchSize', 'batch_size'],
-    ['namespace', 'namespace'],
-  ])('%s is %s', (path, expected) => {
+  it.each<[FieldPath, string]>([
+    [['spec', 'allocId'], 'alloc_id'],
+    [['spec'], ''],
+    [['allocId'], 'alloc_id'],
+    [['spec', 'ports', 3, 'hostIp'], 'ports[3].host_ip'],
+    [['spec', 'legacyNetworks', 1, 'dynamicPorts', 0, 'to'], 'networks[1].dynamic_ports[0].to'],
+    [['spec', 'cniArgs'], 'cni_args'],
+    [['spec', 'cniArgs', 'a.b'], 'cni_args["a.b"]'],
+    [['netns'], 'netns_path'],
+    [['batchSize'], 'batch_size'],
+    [['namespace'], 'namespace'],
+  ])('%j is %s', (path, expected) => {
     expect(protoField(path)).toBe(expected);
+  });
+});
+
+describe('the kind table', () => {
+  it('maps every kind to its gRPC status, an abort by its cause', () => {
+    const table = ERROR_KINDS.map((kind) => [kind, statusName(statusOf(kind, undefined))]);
+    expect(table).toEqual([
+      ['invalid', 'INVALID_ARGUMENT'],
+      ['not-found', 'NOT_FOUND'],
+      ['conflict', 'FAILED_PRECONDITION'],
+      ['unavailable', 'UNAVAILABLE'],
+      ['aborted', 'CANCELLED'],
+      ['broken', 'INTERNAL'],
+      ['internal', 'INTERNAL'],
+    ]);
+    expect(
+      (['deadline', 'cancelled', 'shutdown'] as const).map((cause) =>
+        statusName(statusOf('aborted', cause)),
+      ),
+    ).toEqual(['DEADLINE_EXCEEDED', 'CANCELLED', 'UNAVAILABLE']);
+    expect(statusName(statusOf(undefined, undefined))).toBe('INTERNAL');
+  });
+
+  it('answers every kind of every package by its kind alone, whatever the message says', () => {
+    for (const kind of ERROR_KINDS) {
+      const error = Object.assign(new Error('plugin-not-found unavailable aborted'), { kind });
+      expect(grpcFailure(error, 'deadline').code).toBe(statusOf(kind, 'deadline'));
+    }
   });
 });

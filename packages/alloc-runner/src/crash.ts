@@ -43,7 +43,7 @@ export function crashPointsFromEnv(env: NodeJS.ProcessEnv = process.env): CrashP
   if (!(CRASH_POINTS as readonly string[]).includes(at)) {
     throw new RunnerError(
       `${CRASH_ENV} ${JSON.stringify(at)} is not a crash point; they are ${CRASH_POINTS.join(', ')}`,
-      { code: 'invalid-argument', field: CRASH_ENV },
+      { code: 'invalid-argument', path: [CRASH_ENV] },
     );
   }
   return {

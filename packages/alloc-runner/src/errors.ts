@@ -1,17 +1,31 @@
+import {
+  carriedKind,
+  formatPath,
+  invalidInputOf,
+  kindOf,
+  messageOf,
+  renderProblem,
+} from '@allocnet/base';
+import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+
+export { carriedKind, invalidInputOf, kindOf, messageOf };
+
 /**
- * What went wrong, as a caller needs to act on it (the agent maps each to a gRPC status):
- * - `invalid-argument`: a spec or id refused before anything ran; `field` names it (INVALID_ARGUMENT);
- * - `not-found`: no such allocation (NOT_FOUND);
- * - `conflict`: the allocation is already set up with a different spec (FAILED_PRECONDITION);
- * - `failed`: the allocation is recorded as failed (restore could not keep it); a teardown clears
- *   it (FAILED_PRECONDITION);
+ * What went wrong, in detail (the agent's `allocnet-error` metadata); `kind` (see
+ * @allocnet/base) is what callers act on:
+ * - `invalid-argument` (invalid): a spec or id refused before anything ran; `path` names it;
+ * - `not-found` (not-found): no such allocation;
+ * - `conflict` (conflict): the allocation is already set up with a different spec;
+ * - `failed` (conflict): the allocation is recorded as failed (restore could not keep it); a
+ *   teardown clears it;
  * - `setup-failed`, `teardown-failed`, `check-failed`: the operation failed; `cause` holds the
- *   configurator's (or the namespace command's) error with the plugin's message (INTERNAL);
- * - `reconcile-failed`: the reconciler could not read or clean the host state (INTERNAL);
- * - `netns`: `ip netns` failed (INTERNAL);
- * - `store`: the state store could not be opened, read or written (INTERNAL);
- * - `shutting-down`: `close()` was called; nothing new is accepted (UNAVAILABLE);
- * - `aborted`: the caller's signal aborted the operation (CANCELLED).
+ *   configurator's (or the namespace command's) error with the plugin's message. The kind is
+ *   the cause's when it is `unavailable`, `aborted` or `broken` (a CHECK that found the network
+ *   broken), `internal` otherwise;
+ * - `reconcile-failed` (internal): the reconciler could not read or clean the host state;
+ * - `netns`, `store` (internal): `ip netns` failed; the state store could not be used;
+ * - `shutting-down` (unavailable): `close()` was called; nothing new is accepted;
+ * - `aborted` (aborted): the caller's signal aborted the operation.
  */
 export type RunnerErrorCode =
   | 'invalid-argument'
@@ -27,12 +41,33 @@ export type RunnerErrorCode =
   | 'shutting-down'
   | 'aborted';
 
+const KINDS: Readonly<Record<RunnerErrorCode, ErrorKind | 'from-cause'>> = {
+  'invalid-argument': 'invalid',
+  'not-found': 'not-found',
+  conflict: 'conflict',
+  failed: 'conflict',
+  'setup-failed': 'from-cause',
+  'teardown-failed': 'from-cause',
+  'check-failed': 'from-cause',
+  'reconcile-failed': 'from-cause',
+  netns: 'internal',
+  store: 'internal',
+  'shutting-down': 'unavailable',
+  aborted: 'aborted',
+};
+
 export interface RunnerErrorDetails {
   readonly code: RunnerErrorCode;
+  /** Default: by `code`; for the failures that wrap a cause, `carriedKind(cause)`. */
+  readonly kind?: ErrorKind;
   /** The allocation the error is about, when there is one. */
   readonly allocId?: string;
-  /** For `invalid-argument`: the field, as a path (`ports[1].value`). */
-  readonly field?: string;
+  /** For `invalid-argument`: the field, as a path (`['spec', 'ports', 1, 'value']`). */
+  readonly path?: FieldPath;
+  /** For `invalid-argument`: what is wrong with the field. */
+  readonly problem?: Problem;
+  /** The message with the fields it names as paths, when it names any (see @allocnet/base). */
+  readonly parts?: Problem;
   readonly cause?: unknown;
 }
 
@@ -44,29 +79,47 @@ const BRAND = Symbol.for('@allocnet/alloc-runner.RunnerError');
  */
 export class RunnerError extends Error {
   readonly code: RunnerErrorCode;
+  readonly kind: ErrorKind;
   readonly allocId: string | undefined;
-  readonly field: string | undefined;
+  readonly path: FieldPath | undefined;
+  readonly problem: Problem | undefined;
+  readonly parts: Problem | undefined;
   readonly [BRAND] = true;
 
   constructor(message: string, details: RunnerErrorDetails) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'RunnerError';
     this.code = details.code;
+    const byCode = KINDS[details.code];
+    this.kind = details.kind ?? (byCode === 'from-cause' ? carriedKind(details.cause) : byCode);
     this.allocId = details.allocId;
-    this.field = details.field;
+    this.path = details.path;
+    this.problem = details.problem;
+    this.parts = details.parts;
   }
+
+  /** The bad field as the libraries spell it (`spec.ports[1].value`). */
+  get field(): string | undefined {
+    return this.path === undefined ? undefined : formatPath(this.path);
+  }
+}
+
+/** An `invalid-argument` error: `<context>: <field> <problem>`. */
+export function invalidInput(
+  context: string,
+  path: FieldPath,
+  problem: Problem,
+  extra: { readonly allocId?: string; readonly cause?: unknown } = {},
+): RunnerError {
+  return new RunnerError(`${context}: ${formatPath(path)} ${renderProblem(problem)}`, {
+    code: 'invalid-argument',
+    path,
+    problem,
+    ...extra,
+  });
 }
 
 /** True for a `RunnerError`, also one from another copy of this package. */
 export function isRunnerError(value: unknown): value is RunnerError {
   return typeof value === 'object' && value !== null && BRAND in value;
-}
-
-/** The message of anything thrown, for records and logs. */
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'string') return error;
-  // JSON.stringify gives undefined for undefined, functions and symbols.
-  const json = JSON.stringify(error) as string | undefined;
-  return json ?? String(error);
 }

@@ -1,25 +1,20 @@
-export { createAllocRunner, systemClock } from './runner.js';
+export { createAllocRunner } from './runner.js';
 export type {
   AllocRunner,
   AllocRunnerOptions,
-  CheckReport,
-  Clock,
   OperationOptions,
-  ReconcileMode,
-  ReconcileOptions,
-  ReconcileReport,
-  RestoreOutcome,
-  RestoreReport,
-  RestoreResult,
-  RunnerLogger,
   RunnerStats,
-  RunnerTeardownReport,
   StartReport,
 } from './runner.js';
-export { RunnerError, isRunnerError } from './errors.js';
+export { systemClock } from './context.js';
+export type { Clock } from './context.js';
+export type { CheckReport, RunnerTeardownReport } from './lifecycle.js';
+export type { RestoreOutcome, RestoreReport, RestoreResult } from './restore.js';
+export type { ReapOptions, ReconcileMode, ReconcileReport } from './reconciler.js';
+export { RunnerError, invalidInput, isRunnerError } from './errors.js';
 export type { RunnerErrorCode, RunnerErrorDetails } from './errors.js';
-export { canonicalSpec, checkAllocId, decodeSpec, specDifferences } from './spec.js';
-export type { InterruptedSetup, RunnerSpec } from './spec.js';
+export { canonicalSpec, checkAllocId, decodeSpec, isValidSpec, specDifferences } from './spec.js';
+export type { InterruptedSetup, RunnerSpec, ValidRunnerSpec } from './spec.js';
 export { SCHEMA_VERSION } from './record.js';
 export type { AllocPhase, AllocRecord } from './record.js';
 export { MIGRATIONS, RECORD_PREFIX, SCHEMA_KEY, openRunnerStore } from './store.js';
@@ -28,3 +23,9 @@ export { NETNS_RUN_DIR, checkNetnsName, createIpNetnsManager } from './netns.js'
 export type { IpNetnsManagerOptions, NetnsManager } from './netns.js';
 export { CRASH_ENV, CRASH_POINTS, crashPointsFromEnv, noCrashPoints } from './crash.js';
 export type { CrashPoint, CrashPoints } from './crash.js';
+export {
+  DEFAULT_MAX_CONCURRENT,
+  DEFAULT_NETNS_PREFIX,
+  DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_RECONCILE_MODE,
+} from './defaults.js';

@@ -72,7 +72,8 @@ async function make(
     dataDir: dir,
     clock,
     crashPoints: { reached: (p) => points.push(p) },
-    reconcile: { intervalMs: 0 },
+    // The tests were written against the library's old default, `reap`; `report` is tested by name.
+    reconcile: { mode: 'reap', intervalMs: 0 },
     ...options,
     configurator,
     netns,
@@ -297,6 +298,8 @@ describe('setup rollback', () => {
       'setup',
       new ConfiguratorError('network "missing" is not the default network nor in /etc/cni', {
         code: 'network-not-found',
+        path: ['network'],
+        problem: ['"missing" is not the default network nor in /etc/cni'],
       }),
     );
     const error = await rejection(runner.setup(spec(A, { network: 'missing' })));

@@ -1,13 +1,13 @@
 import { posix } from 'node:path';
 import * as t from 'io-ts';
 import { checkedString, decode } from '@allocnet/cni';
+import type { FieldPath } from '@allocnet/base';
 import {
   checkAllocId as checkConfiguratorAllocId,
   decodeSpec as decodeConfiguratorSpec,
-  isConfiguratorError,
 } from '@allocnet/cni-configurator';
-import type { AllocNetworkSpec } from '@allocnet/cni-configurator';
-import { RunnerError } from './errors.js';
+import type { AllocNetworkSpec, ValidAllocSpec } from '@allocnet/cni-configurator';
+import { invalidInput, invalidInputOf } from './errors.js';
 
 /** What restore does with a setup that a crash (or a kill) interrupted. */
 export type InterruptedSetup = 'fail' | 'finish';
@@ -30,29 +30,24 @@ export interface RunnerSpec extends AllocNetworkSpec {
   readonly interruptedSetup?: InterruptedSetup;
 }
 
+/** A spec `decodeSpec` gave (or that came back from the store): what the runner takes as is. */
+export type ValidRunnerSpec = RunnerSpec & { readonly [validRunnerSpec]: true };
+declare const validRunnerSpec: unique symbol;
+
+// Specs this process decoded, and the configurator's own decoded part of each (see
+// `configuratorSpec`): a spec decoded once at the edge is not decoded again below it.
+const decoded = new WeakMap<object, ValidAllocSpec>();
+
+/** Whether `decodeSpec` made this spec (so that `setup` takes it as is). */
+export function isValidSpec(value: unknown): value is ValidRunnerSpec {
+  return typeof value === 'object' && value !== null && decoded.has(value);
+}
+
+const WHAT = 'invalid allocation spec';
+
 function show(value: unknown): string {
   const text = (JSON.stringify(value) as string | undefined) ?? String(value);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
-
-function invalid(message: string, field: string): RunnerError {
-  return new RunnerError(message, { code: 'invalid-argument', field });
-}
-
-/** The configurator's `invalid-argument` error, as the runner's, with the field under `spec.`. */
-function fromConfigurator(error: unknown, prefix: string, what: string): RunnerError {
-  if (isConfiguratorError(error) && error.code === 'invalid-argument') {
-    const field =
-      error.field === undefined || error.field === 'spec' ? prefix : `${prefix}.${error.field}`;
-    const problem =
-      error.field === undefined ? error.message : error.message.slice(error.field.length + 1);
-    return new RunnerError(`${what}: ${field} ${problem}`, {
-      code: 'invalid-argument',
-      field,
-      cause: error,
-    });
-  }
-  throw error;
 }
 
 const netnsPathCodec = checkedString(
@@ -81,29 +76,37 @@ const SPEC_FIELDS = new Set([
   'interruptedSetup',
 ]);
 
-function unknownField(value: unknown, known: ReadonlySet<string>, at: string): string | undefined {
+function unknownField(
+  value: unknown,
+  known: ReadonlySet<string>,
+  at: FieldPath,
+): FieldPath | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const key = Object.keys(value).find((k) => !known.has(k));
-  return key === undefined ? undefined : `${at}.${key}`;
+  return key === undefined ? undefined : [...at, key];
 }
 
-function firstUnknownField(spec: AllocNetworkSpec & Record<string, unknown>): string | undefined {
-  const top = unknownField(spec, SPEC_FIELDS, 'spec');
+function firstUnknownField(
+  spec: AllocNetworkSpec & Record<string, unknown>,
+): FieldPath | undefined {
+  const top = unknownField(spec, SPEC_FIELDS, ['spec']);
   if (top !== undefined) return top;
   for (const [i, port] of (spec.ports ?? []).entries()) {
-    const found = unknownField(port, PORT_FIELDS, `spec.ports[${i}]`);
+    const found = unknownField(port, PORT_FIELDS, ['spec', 'ports', i]);
     if (found !== undefined) return found;
   }
   for (const [i, net] of (spec.legacyNetworks ?? []).entries()) {
-    const found = unknownField(net, LEGACY_NETWORK_FIELDS, `spec.legacyNetworks[${i}]`);
+    const found = unknownField(net, LEGACY_NETWORK_FIELDS, ['spec', 'legacyNetworks', i]);
     if (found !== undefined) return found;
     for (const list of ['reservedPorts', 'dynamicPorts'] as const) {
       for (const [j, port] of (net[list] ?? []).entries()) {
-        const inner = unknownField(
-          port,
-          LEGACY_PORT_FIELDS,
-          `spec.legacyNetworks[${i}].${list}[${j}]`,
-        );
+        const inner = unknownField(port, LEGACY_PORT_FIELDS, [
+          'spec',
+          'legacyNetworks',
+          i,
+          list,
+          j,
+        ]);
         if (inner !== undefined) return inner;
       }
     }
@@ -116,40 +119,44 @@ function firstUnknownField(spec: AllocNetworkSpec & Record<string, unknown>): st
  * configurator's own decoder checks the fields it owns (so that the runner accepts exactly what
  * the configurator will); the runner checks its own two fields and refuses unknown fields at
  * every level, so that a misspelt field (`hostIP`) is an error rather than silently ignored.
+ * The result is taken as is by `setup`, and its configurator part by the configurator.
  */
-export function decodeSpec(value: unknown): RunnerSpec {
-  const what = 'invalid allocation spec';
+export function decodeSpec(value: unknown): ValidRunnerSpec {
+  if (isValidSpec(value)) return value;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalid(`${what}: spec should be an object, got ${show(value)}`, 'spec');
+    throw invalidInput(WHAT, ['spec'], [`should be an object, got ${show(value)}`]);
   }
   const input = value as Record<string, unknown>;
   const { netnsPath, interruptedSetup, ...rest } = input;
-  let spec: AllocNetworkSpec;
+  let spec: ValidAllocSpec;
   try {
     spec = decodeConfiguratorSpec(rest);
   } catch (error) {
-    throw fromConfigurator(error, 'spec', what);
+    const bad = invalidInputOf(error);
+    if (bad === undefined) throw error;
+    throw invalidInput(WHAT, ['spec', ...bad.path], bad.problem, { cause: error });
   }
-  const unknown = firstUnknownField(spec as AllocNetworkSpec & Record<string, unknown>);
-  if (unknown !== undefined) throw invalid(`${what}: ${unknown} is not a known field`, unknown);
+  const unknown = firstUnknownField(spec as unknown as AllocNetworkSpec & Record<string, unknown>);
+  if (unknown !== undefined) throw invalidInput(WHAT, unknown, ['is not a known field']);
   const out: { -readonly [K in keyof RunnerSpec]: RunnerSpec[K] } = { ...spec };
   if (netnsPath !== undefined) {
     const path = decode(netnsPathCodec, netnsPath);
-    if (!path.ok)
-      throw invalid(`${what}: spec.netnsPath ${path.problem.problem}`, 'spec.netnsPath');
+    if (!path.ok) throw invalidInput(WHAT, ['spec', 'netnsPath'], [path.problem.problem]);
     out.netnsPath = path.value;
   }
   if (interruptedSetup !== undefined) {
     const policy = decode(interruptedSetupCodec, interruptedSetup);
     if (!policy.ok) {
-      throw invalid(
-        `${what}: spec.interruptedSetup should be "fail" or "finish", got ${show(interruptedSetup)}`,
-        'spec.interruptedSetup',
+      throw invalidInput(
+        WHAT,
+        ['spec', 'interruptedSetup'],
+        [`should be "fail" or "finish", got ${show(interruptedSetup)}`],
       );
     }
     out.interruptedSetup = policy.value;
   }
-  return out;
+  decoded.set(out, spec);
+  return out as unknown as ValidRunnerSpec;
 }
 
 /** Checks an allocation id given on its own (teardown, check), as the configurator does. */
@@ -157,17 +164,19 @@ export function checkAllocId(value: unknown, field = 'allocId'): string {
   try {
     return checkConfiguratorAllocId(value, field);
   } catch (error) {
-    if (!isConfiguratorError(error) || error.code !== 'invalid-argument') throw error;
-    throw new RunnerError(`invalid allocation id: ${error.message}`, {
-      code: 'invalid-argument',
-      field,
-      cause: error,
-    });
+    const bad = invalidInputOf(error);
+    if (bad === undefined) throw error;
+    throw invalidInput('invalid allocation id', bad.path, bad.problem, { cause: error });
   }
 }
 
-/** The spec the configurator gets: the runner's own fields taken off. */
+/**
+ * The spec the configurator gets: the runner's own fields taken off; for a spec `decodeSpec`
+ * made, the configurator's decoded spec itself.
+ */
 export function configuratorSpec(spec: RunnerSpec): AllocNetworkSpec {
+  const known = decoded.get(spec);
+  if (known !== undefined) return known;
   const out: { -readonly [K in keyof RunnerSpec]?: RunnerSpec[K] } = { ...spec };
   delete out.netnsPath;
   delete out.interruptedSetup;

@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import type { RootDatabase } from 'lmdb';
 import { decode } from '@allocnet/cni';
-import { RunnerError, isRunnerError, messageOf } from './errors.js';
+import { formatPath, renderProblem } from '@allocnet/base';
+import { RunnerError, invalidInputOf, messageOf } from './errors.js';
 import { SCHEMA_VERSION, recordCodec } from './record.js';
 import type { AllocRecord } from './record.js';
 import { decodeSpec } from './spec.js';
@@ -100,9 +101,10 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
       try {
         spec = decodeSpec(result.value.spec);
       } catch (error) {
-        if (!isRunnerError(error)) throw error;
+        const bad = invalidInputOf(error);
+        if (bad === undefined) throw error;
         throw storeError(
-          `the state store "${path}" has an unreadable record "${String(key)}": ${error.message.replace(/^invalid allocation spec: /, '')}`,
+          `the state store "${path}" has an unreadable record "${String(key)}": ${formatPath(bad.path)} ${renderProblem(bad.problem)}`,
           error,
         );
       }

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
+import { DEFAULTS } from '@allocnet/agent';
+import type { ErrorKind } from '@allocnet/base';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import {
@@ -11,8 +13,8 @@ import {
 import type { AllocNetworkServiceClient, OperatorServiceClient } from '@allocnet/proto';
 import { UsageError } from './errors.js';
 
-/** The agent's socket when none is given. */
-export const DEFAULT_AGENT_ADDRESS = '/run/allocnet/agent.sock';
+/** The agent's socket when none is given: the agent's own default. */
+export const DEFAULT_AGENT_ADDRESS = DEFAULTS.socket;
 
 /** How to reach an agent: `--address`, TLS files for TCP, an operator token, a deadline. */
 export interface ConnectOptions {
@@ -115,13 +117,27 @@ export function connect(options: ConnectOptions): AgentConnection {
 }
 
 /** A failed call as one line: `<agent>: <CODE>: <details>`. */
+/** The kind (@allocnet/base) of an agent's answer, by its status: the agent's table, read back. */
+const STATUS_KIND: Readonly<Partial<Record<grpc.status, ErrorKind>>> = {
+  [grpc.status.INVALID_ARGUMENT]: 'invalid',
+  [grpc.status.NOT_FOUND]: 'not-found',
+  [grpc.status.FAILED_PRECONDITION]: 'conflict',
+  [grpc.status.UNAVAILABLE]: 'unavailable',
+  [grpc.status.CANCELLED]: 'aborted',
+  [grpc.status.DEADLINE_EXCEEDED]: 'aborted',
+};
+
+/** A call to an agent that failed: the agent's status (or none: the call never got an answer). */
 export class AgentCallError extends Error {
+  readonly kind: ErrorKind;
+
   constructor(
     message: string,
     readonly code: grpc.status | undefined,
   ) {
     super(message);
     this.name = 'AgentCallError';
+    this.kind = (code === undefined ? undefined : STATUS_KIND[code]) ?? 'internal';
   }
 }
 

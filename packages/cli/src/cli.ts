@@ -1,9 +1,8 @@
 import { Command, CommanderError } from 'commander';
+import { kindOf } from '@allocnet/base';
+import type { ErrorKind } from '@allocnet/base';
 import { agentCommand, isAgentError, normalizeAgentArgs } from '@allocnet/agent';
-import { isCniError } from '@allocnet/cni';
-import { isConfiguratorError } from '@allocnet/cni-configurator';
-import { isIptablesError } from '@allocnet/iptables-node';
-import { AgentCallError } from './agent-client.js';
+import { isDevError, runDevAgent } from '@allocnet/dev-sandbox';
 import { cniCommand } from './cni-command.js';
 import { ExitStatus, UsageError } from './errors.js';
 import { allocCommand } from './alloc-command.js';
@@ -19,7 +18,8 @@ export function createProgram(io: CliIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();
-  program.addCommand(agentCommand(io));
+  // `agent --dev` runs the agent in @allocnet/dev-sandbox's sandbox.
+  program.addCommand(agentCommand(io, { dev: { run: runDevAgent, isFailure: isDevError } }));
   program.addCommand(cniCommand(io));
   program.addCommand(allocCommand(io));
   program.addCommand(cleanupCommand(io));
@@ -43,6 +43,25 @@ export function createProgram(io: CliIo): Command {
 }
 
 /**
+ * The one mapping of error kinds (@allocnet/base) to exit statuses. Every kind is an operation
+ * that failed, whatever the reason, and exits 1 (docs/cli.md: scripts test for 0, 1 and 2); 2 is
+ * the CLI's own usage error, found before anything ran. A kind gets a status of its own here, and
+ * only here, the day a script needs to tell it apart.
+ */
+export const KIND_EXIT: Readonly<Record<ErrorKind, number>> = {
+  invalid: 1,
+  'not-found': 1,
+  conflict: 1,
+  unavailable: 1,
+  aborted: 1,
+  broken: 1,
+  internal: 1,
+};
+
+/** Usage errors: bad flags or arguments, nothing ran. */
+export const USAGE_EXIT = 2;
+
+/**
  * Runs `allocnet` with `argv` (without node and script) and resolves the exit status: 0 on
  * success, 1 when the operation failed (the message goes to stderr), 2 for a usage error.
  */
@@ -55,7 +74,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (error instanceof CommanderError) {
       // --help and --version end here with exit code 0; `agent --dev` ends with the agent's status.
       if (error.code === 'allocnet.agent.dev') return error.exitCode;
-      return error.exitCode === 0 ? 0 : 2;
+      return error.exitCode === 0 ? 0 : USAGE_EXIT;
     }
     if (error instanceof ExitStatus) {
       if (error.message !== '') io.stderr.write(`allocnet: ${error.message}\n`);
@@ -63,21 +82,19 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     if (isAgentError(error)) {
       io.stderr.write(`allocnet agent: ${error.message}\n`);
-      return 1;
+      return KIND_EXIT[error.kind];
     }
     if (error instanceof UsageError) {
       io.stderr.write(`allocnet: ${error.message}\n`);
-      return 2;
+      return USAGE_EXIT;
     }
-    if (
-      error instanceof AgentCallError ||
-      isCniError(error) ||
-      isConfiguratorError(error) ||
-      isIptablesError(error)
-    ) {
-      io.stderr.write(`allocnet: ${error.message}\n`);
-      return 1;
+    // The libraries' errors (--local, cni) and the agent's answers (AgentCallError) have a kind.
+    const kind = kindOf(error);
+    if (kind !== undefined) {
+      io.stderr.write(`allocnet: ${(error as Error).message}\n`);
+      return KIND_EXIT[kind];
     }
+    // Anything else is a bug: its stack says where.
     throw error;
   }
 }

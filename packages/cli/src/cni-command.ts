@@ -3,7 +3,9 @@ import { Command, Option } from 'commander';
 import * as t from 'io-ts';
 import { isRight } from 'fp-ts/lib/Either.js';
 import {
-  CniError,
+  invalidArgument,
+  DEFAULT_CACHE_DIR,
+  DEFAULT_CONF_DIR,
   DEFAULT_PLUGIN_DIRS,
   createCniRuntime,
   createNodePluginExec,
@@ -11,12 +13,9 @@ import {
   listNetworks,
   parseArgs,
 } from '@allocnet/cni';
-import type { Attachment, CniRuntime, NetworkConfig } from '@allocnet/cni';
+import type { Attachment, CniRuntime, NetworkConfig, CniError } from '@allocnet/cni';
 import type { CliIo } from './io.js';
 import { formatTable } from './table.js';
-
-export const DEFAULT_CONF_DIR = '/etc/cni/net.d';
-export const DEFAULT_CACHE_DIR = '/var/lib/cni';
 
 interface CommonOptions {
   readonly confDir: string;
@@ -33,8 +32,7 @@ interface AttachOptions extends CommonOptions {
 }
 
 function usage(flag: string, problem: string): CniError {
-  const msg = `${flag} ${problem}`;
-  return new CniError(msg, { code: 'invalid-argument', specCode: 4, msg, field: flag });
+  return invalidArgument(flag, problem);
 }
 
 /** `--cap-args` is a JSON object of capability names to values. */
@@ -95,7 +93,7 @@ function commonOptions(command: Command): Command {
     .addOption(
       new Option(
         '--plugin-dir <dir>',
-        'where plugins are; repeat for several, searched in order (default: $CNI_PATH, else /opt/cni/bin, /usr/libexec/cni, /usr/lib/cni)',
+        `where plugins are; repeat for several, searched in order (default: $CNI_PATH, else ${DEFAULT_PLUGIN_DIRS.join(', ')})`,
       ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
     )
     .addOption(

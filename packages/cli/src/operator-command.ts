@@ -1,7 +1,13 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
-import { DEFAULT_PLUGIN_DIRS, createCniCache, createCniRuntime } from '@allocnet/cni';
+import {
+  DEFAULT_CACHE_DIR,
+  DEFAULT_CONF_DIR,
+  DEFAULT_PLUGIN_DIRS,
+  createCniCache,
+  createCniRuntime,
+} from '@allocnet/cni';
 import {
   DEFAULT_IPAM_DATA_DIR,
   checkAllocId,
@@ -15,7 +21,6 @@ import { connectOptions } from './agent-client.js';
 import type { AgentConnection, ConnectOptions } from './agent-client.js';
 import { call, withAgent } from './alloc-command.js';
 import { createIptables } from '@allocnet/iptables-node';
-import { DEFAULT_CACHE_DIR, DEFAULT_CONF_DIR } from './cni-command.js';
 import { ExitStatus, UsageError } from './errors.js';
 import type { CliIo } from './io.js';
 import { formatTable } from './table.js';

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { CniResult } from '@allocnet/cni';
+import type { Family } from '@allocnet/iptables-node';
 import type { DnsConfig } from './types.js';
 
 export interface PickedAddress {
@@ -58,4 +59,10 @@ export function dnsOf(result: CniResult): DnsConfig | undefined {
   const options = dns.options ?? [];
   if (servers.length === 0 && searches.length === 0 && options.length === 0) return undefined;
   return { servers: [...servers], searches: [...searches], options: [...options] };
+}
+
+/** The family of an address (no prefix length), or undefined when it is not one. */
+export function familyOf(address: string): Family | undefined {
+  if (!ipaddr.isValid(address)) return undefined;
+  return ipaddr.parse(address).kind() === 'ipv6' ? 'ipv6' : 'ipv4';
 }

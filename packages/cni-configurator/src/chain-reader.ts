@@ -1,5 +1,6 @@
 import { isIptablesError } from '@allocnet/iptables-node';
-import type { Family, Iptables, Rule, Table } from '@allocnet/iptables-node';
+import type { Family, Rule, Table } from '@allocnet/iptables-node';
+import type { IptablesState } from './types.js';
 
 /**
  * One chain's rules (`iptables -S <chain>`), undefined when the chain does not exist. The read
@@ -27,7 +28,9 @@ interface Slot {
  * iptables call costs about 20 ms (nf_tables fetches the chain's rules from the kernel), so
  * sharing them is most of the cost of a restore.
  */
-export function batchedChainReader(iptables: Readonly<Record<Family, Iptables>>): ReadChain {
+export function batchedChainReader(
+  iptables: Readonly<Record<Family, Pick<IptablesState, 'listRules'>>>,
+): ReadChain {
   const slots = new Map<string, Slot>();
 
   async function read(family: Family, table: Table, chain: string) {

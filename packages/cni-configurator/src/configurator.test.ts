@@ -1,13 +1,22 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+// The configurator through its facade, every operation, against recording iptables execs (exact
+// argv and restore input) and a fake CNI runtime. The pure parts are tested beside their modules
+// (sweep, plan, marks, gates, chain-reader, spec, ports…); this file holds what needs the whole
+// configurator: an operation's effects on the plugins and iptables, and operations in sequence on
+// one allocation (setup, then CHECK or teardown of its attachment). It reads better whole than
+// split by module: every test shares the one harness below (temp dir, recording execs, fake
+// runtime, `make`) and the iptables fixtures, which would otherwise be a public testing export or
+// a copy per file.
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '@allocnet/cni';
-import { createIptables } from '@allocnet/iptables-node';
-import { createRecordingRunner, exit, ok } from '@allocnet/iptables-node/testing';
-import type { RecordingRunner } from '@allocnet/iptables-node/testing';
+import { createBatch, createIptables, formatRestoreInput } from '@allocnet/iptables-node';
+import { createRecordingExec, exit, ok } from '@allocnet/iptables-node/testing';
+import type { RecordingExec, Reply } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
-import { allocChains } from './sweep.js';
-import { addResult, createFakeRuntime } from './testing/index.js';
+import { allocChains } from './marks.js';
+import { addPluginShapes, addResult, createFakeRuntime } from './testing/index.js';
+import type { PluginShapes } from './testing/index.js';
 import type { FakeRuntime } from './testing/index.js';
 import type { AllocNetworkSpec, CniConfigurator, CniConfiguratorOptions } from './types.js';
 
@@ -34,8 +43,8 @@ function raceError(): CniError {
 
 let dir: string;
 let runtime: FakeRuntime;
-let v4: RecordingRunner;
-let v6: RecordingRunner;
+let v4: RecordingExec;
+let v6: RecordingExec;
 let sleeps: number[];
 let configurator: CniConfigurator;
 
@@ -43,8 +52,8 @@ async function make(extra: Partial<CniConfiguratorOptions> = {}, randoms = [0.25
   configurator = await createCniConfigurator({
     runtime,
     iptables: {
-      ipv4: createIptables({ runner: v4 }),
-      ipv6: createIptables({ family: 'ipv6', runner: v6 }),
+      ipv4: createIptables({ exec: v4 }),
+      ipv6: createIptables({ family: 'ipv6', exec: v6 }),
     },
     defaultNetwork: { ipamDataDir: join(dir, 'ipam') },
     random: () => randoms.shift() ?? 0,
@@ -60,8 +69,8 @@ async function make(extra: Partial<CniConfiguratorOptions> = {}, randoms = [0.25
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'allocnet-configurator-'));
   runtime = createFakeRuntime(join(dir, 'cache'));
-  v4 = createRecordingRunner();
-  v6 = createRecordingRunner();
+  v4 = createRecordingExec();
+  v6 = createRecordingExec();
   sleeps = [];
 });
 
@@ -336,5 +345,271 @@ describe('teardown', () => {
     const report = await configurator.teardown(ID, undefined);
     expect(runtime.calls).toEqual([]);
     expect(report.delRan).toBe(false);
+  });
+});
+
+const LEAK = '0f8e3c1a-2b4d-4e6f-8a9b-c0d1e2f3a4b5';
+const noChain = exit(1, 'iptables: No chain/target/match by that name.');
+/** iptables-restore failing because the rules changed since they were read. */
+const busy = exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed');
+
+/** iptables-save output holding exactly what the plugins leave for these allocations. */
+function saved(...allocs: Omit<PluginShapes, 'network'>[]): string {
+  const batch = createBatch();
+  for (const a of allocs) addPluginShapes(batch, { network: 'nomad', ...a });
+  return formatRestoreInput(batch.ops).text.replace(/^-N (\S+)$/gm, ':$1 - [0:0]');
+}
+
+/**
+ * Answers `iptables -S <chain>` from `listing` (a chain not in it does not exist), `times` times;
+ * reading the chain named `failing` fails with exit status 4.
+ */
+function chains(listing: Record<string, readonly string[]>, times = 5, failing?: string): Reply[] {
+  const answer: Reply = (spec) => {
+    const chain = spec.args.at(-1) ?? '';
+    const rules = listing[chain];
+    if (chain === failing) return exit(4, 'iptables v1.8.9 (nf_tables): busy');
+    return rules === undefined ? noChain : ok([`-N ${chain}`, ...rules].join('\n'));
+  };
+  return Array.from({ length: times }, () => answer);
+}
+
+describe('check', () => {
+  const { dnat } = allocChains('nomad', ID);
+  const dnatRules = [
+    `-A ${dnat} -p tcp -m tcp --dport 8080 -j DNAT --to-destination 172.26.64.2:80`,
+    `-A ${dnat} -p udp -m udp --dport 8080 -j DNAT --to-destination 172.26.64.2:80`,
+  ];
+  const healthy = {
+    FORWARD: ['-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD'],
+    'CNI-FORWARD': [
+      '-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j NOMAD-ADMIN',
+      '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+    ],
+    'NOMAD-ADMIN': ['-A NOMAD-ADMIN -d 172.26.64.0/20 -o nomad -j ACCEPT'],
+    [dnat]: dnatRules,
+    'CNI-HOSTPORT-DNAT': [
+      `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+    ],
+  };
+
+  it('runs CHECK without portmap and the firewall, and reads their rules itself, one chain at a time', async () => {
+    await make();
+    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    const before = v4.calls.length;
+    v4.reply(...chains(healthy));
+    await expect(configurator.check(attachment)).resolves.toEqual({ ran: true });
+    expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'CHECK']);
+    expect(runtime.calls[1]?.attachment).toEqual(runtime.calls[0]?.attachment);
+    expect(v4.calls.slice(before).map((c) => c.argv.slice(2).join(' ')).sort()).toEqual([
+      `-t nat -S ${dnat}`,
+      '-t filter -S CNI-FORWARD',
+      '-t filter -S FORWARD',
+      '-t filter -S NOMAD-ADMIN',
+      '-t nat -S CNI-HOSTPORT-DNAT',
+    ].sort()); // prettier-ignore
+    expect(v6.calls).toEqual([]);
+  });
+
+  it('names the rule that is missing', async () => {
+    await make();
+    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    v4.reply(...chains({ ...healthy, [dnat]: dnatRules.slice(0, 1) }));
+    await expect(configurator.check(attachment)).rejects.toMatchObject({
+      code: 'check-failed',
+      allocId: ID,
+      network: 'nomad',
+      message: `CHECK of "${ID}" in network "nomad" failed: no DNAT rule for host port 8080/udp to 172.26.64.2:80 in ${dnat} (ipv4)`,
+    });
+    v4.reply(...chains({ ...healthy, 'CNI-FORWARD': healthy['CNI-FORWARD'].slice(0, 2) }));
+    await expect(configurator.check(attachment)).rejects.toThrow(
+      `CHECK of "${ID}" in network "nomad" failed: a firewall rule is missing (ipv4): -A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT`,
+    );
+  });
+
+  it('tells a CHECK that could not run from one that found the network broken', async () => {
+    await make();
+    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    const timeout = new CniError('plugin "bridge" timed out (CHECK)', {
+      code: 'timeout',
+      msg: 't',
+    });
+    const broken = new CniError('plugin "bridge" failed (CHECK): no veth', {
+      code: 'plugin-error',
+      msg: 'no veth',
+    });
+    runtime.answerCheck(timeout, broken);
+    await expect(configurator.check(attachment)).rejects.toMatchObject({
+      code: 'unavailable',
+      cause: timeout,
+      message: `CHECK of "${ID}" in network "nomad" could not run: plugin "bridge" timed out (CHECK)`,
+    });
+    await expect(configurator.check(attachment)).rejects.toMatchObject({
+      code: 'check-failed',
+      message: `CHECK of "${ID}" in network "nomad" failed: plugin "bridge" failed (CHECK): no veth`,
+    });
+    v4.reply(...chains(healthy, 5, 'CNI-FORWARD'));
+    await expect(configurator.check(attachment)).rejects.toMatchObject({
+      code: 'unavailable',
+      message: `CHECK of "${ID}" in network "nomad" could not run: reading iptables: iptables --wait -t filter -S CNI-FORWARD failed (exit status 4): iptables v1.8.9 (nf_tables): busy`,
+    });
+  });
+});
+
+describe('forceCleanup', () => {
+  const leak = { allocId: ID, ip: '172.26.64.2', ports: [{ host: 8080, container: 80 }] };
+
+  it('lists what would go with dryRun, and touches nothing', async () => {
+    await make();
+    v4.reply(ok(saved({ ...leak, firewall: true })));
+    const report = await configurator.forceCleanup(ID, { dryRun: true });
+    const { masq, dnat } = allocChains('nomad', ID);
+    expect(report.dryRun).toBe(true);
+    expect(report.removed.chains.map((c) => c.chain)).toEqual([masq, dnat]);
+    expect(report.removed.rules.map((r) => r.line)).toEqual([
+      `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`,
+      `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+      `-A CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+      '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+    ]);
+    expect(v4.calls.map((c) => c.argv)).toEqual([['iptables-save']]);
+    expect(v6.calls.map((c) => c.argv)).toEqual([['ip6tables-save']]);
+  });
+
+  it('removes the allocation’s rules, chains and reservation in one restore per family', async () => {
+    await make();
+    const ipam = join(dir, 'ipam', 'nomad');
+    await mkdir(ipam, { recursive: true });
+    await writeFile(join(ipam, '172.26.64.2'), `${ID}\r\neth0`);
+    await writeFile(join(ipam, '172.26.64.3'), `${LEAK}\r\neth0`);
+    v4.reply(ok(saved(leak)));
+    const report = await configurator.forceCleanup(ID);
+    const { masq, dnat } = allocChains('nomad', ID);
+    expect(v4.calls.map((c) => c.argv)).toEqual([
+      ['iptables-save'],
+      ['iptables-restore', '--noflush', '--wait'],
+    ]);
+    expect(v4.calls[1]?.input).toBe(
+      [
+        '*nat',
+        `-D POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`,
+        `-D CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+        `-D CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+        `-F ${masq}`,
+        `-F ${dnat}`,
+        `-X ${masq}`,
+        `-X ${dnat}`,
+        'COMMIT',
+        '',
+      ].join('\n'),
+    );
+    expect(report.removed.reservations).toEqual([
+      { network: 'nomad', address: '172.26.64.2', path: join(ipam, '172.26.64.2'), allocId: ID },
+    ]);
+    expect(await readdir(ipam)).toEqual(['172.26.64.3']);
+  });
+
+  it('says what it could not remove', async () => {
+    await make();
+    v4.reply(ok(saved(leak)), busy, ok(saved(leak)), busy, ok(saved(leak)), busy);
+    await expect(configurator.forceCleanup(ID)).rejects.toMatchObject({
+      code: 'cleanup-failed',
+      allocId: ID,
+      message: `cleaning up "${ID}": iptables-restore --noflush --wait at line 2 (-t nat -D POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${allocChains('nomad', ID).masq}) failed (exit status 4): iptables-restore v1.8.9 (nf_tables): line 2 failed`,
+    });
+    expect(v4.calls.map((c) => c.argv[0])).toEqual([
+      'iptables-save', 'iptables-restore', 'iptables-save', 'iptables-restore', 'iptables-save', 'iptables-restore',
+    ]); // prettier-ignore
+  });
+});
+
+describe('findLeaks and reapLeaks', () => {
+  const live = { allocId: ID, ip: '172.26.64.2', ports: [{ host: 8080, container: 80 }] };
+  const leaked = { allocId: LEAK, ip: '172.26.64.3' };
+
+  it('finds what is tagged with an id outside the known ones, per allocation', async () => {
+    await make();
+    v4.reply(ok(saved(live, leaked)));
+    const report = await configurator.findLeaks([ID]);
+    const { masq } = allocChains('nomad', LEAK);
+    const tag = `"name: \\"nomad\\" id: \\"${LEAK}\\""`;
+    expect(report).toEqual({
+      leaks: [
+        {
+          allocId: LEAK,
+          networks: ['nomad'],
+          state: {
+            rules: [
+              {
+                family: 'ipv4',
+                table: 'nat',
+                chain: 'POSTROUTING',
+                line: `-A POSTROUTING -s 172.26.64.3/32 -m comment --comment ${tag} -j ${masq}`,
+              },
+            ],
+            chains: [{ family: 'ipv4', table: 'nat', chain: masq }],
+            reservations: [],
+            cacheFiles: [],
+          },
+        },
+      ],
+      orphans: { rules: [], chains: [], reservations: [], cacheFiles: [] },
+    });
+  });
+
+  it('reaps in batches, scanning again when iptables changed under a batch', async () => {
+    await make();
+    const third = { allocId: 'c3', ip: '172.26.64.4' };
+    v4.reply(ok(saved(leaked, third)), busy, ok(saved(leaked, third)), ok(), ok(saved(third)));
+    const progress: unknown[] = [];
+    const report = await configurator.reapLeaks([], {
+      batchSize: 1,
+      onProgress: (p) => progress.push(p),
+    });
+    expect(v4.calls.map((c) => c.argv[0])).toEqual([
+      'iptables-save', 'iptables-restore', 'iptables-save', 'iptables-restore', 'iptables-restore',
+    ]); // prettier-ignore
+    expect(report.reaped.map((l) => [l.allocId, l.state.chains.length])).toEqual([
+      [LEAK, 1],
+      ['c3', 1],
+    ]);
+    expect(report.failed).toEqual([]);
+    expect(progress).toEqual([
+      { done: 1, total: 2, allocId: LEAK },
+      { done: 2, total: 2, allocId: 'c3' },
+    ]);
+  });
+
+  it('lists the allocations whose batch could not be applied after three scans', async () => {
+    await make();
+    v4.reply(...[1, 2, 3].flatMap(() => [ok(saved(leaked)), busy]));
+    const report = await configurator.reapLeaks([]);
+    expect(report.reaped).toEqual([]);
+    expect(report.failed).toEqual([
+      {
+        allocId: LEAK,
+        error: `iptables-restore --noflush --wait at line 2 (-t nat -D POSTROUTING -s 172.26.64.3/32 -m comment --comment "name: \\"nomad\\" id: \\"${LEAK}\\"" -j ${allocChains('nomad', LEAK).masq}) failed (exit status 4): iptables-restore v1.8.9 (nf_tables): line 2 failed`,
+      },
+    ]);
+    await expect(configurator.reapLeaks([], { batchSize: 0 })).rejects.toThrow(
+      'batchSize should be a whole number of at least 1, got 0',
+    );
+  });
+});
+
+describe('ensureHostPrerequisites', () => {
+  it('re-creates NOMAD-ADMIN and its rule when they are gone', async () => {
+    await make();
+    await configurator.ensureHostPrerequisites();
+    expect(v4.calls.map((c) => c.argv)).toEqual([
+      ['iptables-save'],
+      ['iptables-restore', '--noflush', '--wait'],
+    ]);
+    expect(v4.calls[1]?.input).toBe(
+      '*filter\n-N NOMAD-ADMIN\n-A NOMAD-ADMIN -d 172.26.64.0/20 -o nomad -j ACCEPT\nCOMMIT\n',
+    );
+    expect(v6.calls).toEqual([]);
   });
 });

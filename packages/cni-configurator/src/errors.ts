@@ -1,13 +1,20 @@
+import { carriedKind, formatPath, messageOf, renderProblem } from '@allocnet/base';
+import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+
+export { messageOf };
+
 /**
- * What went wrong, as a caller needs to act on it:
- * - `invalid-argument`: the request is wrong (`field` names what); nothing was changed;
- * - `network-not-found`: no such network (neither the default nor one in the conf dir);
- * - `unavailable`: a plugin or iptables is missing or cannot start;
- * - `setup-failed`: ADD failed on every attempt (the first error is the cause), or the result
- *   gave no address; what the attempts applied was undone;
- * - `check-failed`: CHECK found the allocation's network broken;
- * - `teardown-failed`, `cleanup-failed`: state tagged with the allocation could not be removed;
- * - `aborted`: the caller's signal fired; what was applied was undone.
+ * What went wrong, in detail; `kind` (see @allocnet/base) is what callers act on:
+ * - `invalid-argument` (invalid): the request is wrong (`path` names what); nothing was changed;
+ * - `network-not-found` (invalid: the request names it, `path` is `['network']`): no such
+ *   network (neither the default nor one in the conf dir);
+ * - `unavailable` (unavailable): a plugin or iptables is missing or cannot start;
+ * - `setup-failed` (internal): ADD failed on every attempt (the first error is the cause), or
+ *   the result gave no address; what the attempts applied was undone;
+ * - `check-failed` (broken): CHECK found the allocation's network broken;
+ * - `teardown-failed`, `cleanup-failed` (internal, or the cause's `unavailable`/`aborted`):
+ *   state tagged with the allocation could not be removed;
+ * - `aborted` (aborted): the caller's signal fired; what was applied was undone.
  */
 export type ConfiguratorErrorCode =
   | 'invalid-argument'
@@ -19,10 +26,25 @@ export type ConfiguratorErrorCode =
   | 'cleanup-failed'
   | 'aborted';
 
+const KINDS: Readonly<Record<ConfiguratorErrorCode, ErrorKind | 'from-cause'>> = {
+  'invalid-argument': 'invalid',
+  'network-not-found': 'invalid',
+  unavailable: 'unavailable',
+  'setup-failed': 'internal',
+  'check-failed': 'broken',
+  'teardown-failed': 'from-cause',
+  'cleanup-failed': 'from-cause',
+  aborted: 'aborted',
+};
+
 export interface ConfiguratorErrorDetails {
   readonly code: ConfiguratorErrorCode;
-  /** The field of the request that is wrong, as a path (`ports[1].value`). */
-  readonly field?: string;
+  /** Default: by `code` (for the removal failures, `carriedKind(cause)`). */
+  readonly kind?: ErrorKind;
+  /** The field of the request that is wrong (`['ports', 1, 'value']`). */
+  readonly path?: FieldPath;
+  /** What is wrong with the field. */
+  readonly problem?: Problem;
   readonly allocId?: string;
   readonly network?: string;
   /** ADD attempts made (setup). */
@@ -35,7 +57,11 @@ const BRAND = Symbol.for('@allocnet/cni-configurator.ConfiguratorError');
 /** The one error type of this package; the message starts with the context. */
 export class ConfiguratorError extends Error {
   readonly code: ConfiguratorErrorCode;
-  readonly field: string | undefined;
+  readonly kind: ErrorKind;
+  readonly path: FieldPath | undefined;
+  readonly problem: Problem | undefined;
+  /** Messages here name no field outside `path`/`problem`. */
+  readonly parts: Problem | undefined = undefined;
   readonly allocId: string | undefined;
   readonly network: string | undefined;
   readonly attempts: number | undefined;
@@ -45,11 +71,23 @@ export class ConfiguratorError extends Error {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'ConfiguratorError';
     this.code = details.code;
-    this.field = details.field;
+    const byCode = KINDS[details.code];
+    this.kind = details.kind ?? (byCode === 'from-cause' ? carriedKind(details.cause) : byCode);
+    this.path = details.path;
+    this.problem = details.problem;
     this.allocId = details.allocId;
     this.network = details.network;
     this.attempts = details.attempts;
   }
+
+  /** The bad field as the request spells it (`ports[1].value`; `spec` for the spec itself). */
+  get field(): string | undefined {
+    return this.path === undefined ? undefined : fieldName(this.path);
+  }
+}
+
+function fieldName(path: FieldPath): string {
+  return path.length === 0 ? 'spec' : formatPath(path);
 }
 
 /** True for a `ConfiguratorError`, also one from another copy of this package. */
@@ -57,12 +95,19 @@ export function isConfiguratorError(value: unknown): value is ConfiguratorError 
   return typeof value === 'object' && value !== null && BRAND in value;
 }
 
-/** An `invalid-argument` error: `<field> <problem>`. */
-export function invalidField(field: string, problem: string): ConfiguratorError {
-  return new ConfiguratorError(`${field} ${problem}`, { code: 'invalid-argument', field });
-}
-
-/** The message of anything thrown. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/**
+ * An `invalid-argument` error: `<field> <problem>`. A string field is one name (`batchSize`,
+ * `retry.attempts` for an option), never parsed.
+ */
+export function invalidField(
+  field: FieldPath | string,
+  problem: Problem | string,
+): ConfiguratorError {
+  const path = typeof field === 'string' ? [field] : field;
+  const parts = typeof problem === 'string' ? [problem] : problem;
+  return new ConfiguratorError(`${fieldName(path)} ${renderProblem(parts)}`, {
+    code: 'invalid-argument',
+    path,
+    problem: parts,
+  });
 }

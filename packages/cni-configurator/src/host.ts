@@ -1,7 +1,8 @@
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
-import type { CallOptions, Family, Iptables, SavedTable, Table } from '@allocnet/iptables-node';
+import type { CallOptions, Family, SavedTable, Table } from '@allocnet/iptables-node';
 import type { Logger } from '@allocnet/cni';
 import type { NetworkFacts } from './facts.js';
+import type { IptablesState } from './types.js';
 
 /** A chain the plugins of a network share with every other allocation. */
 export interface SharedChain {
@@ -61,7 +62,7 @@ function hasRule(tables: readonly SavedTable[], rule: AdminRule): boolean {
  * tolerating "already exists". Returns what it created.
  */
 export async function ensureHostState(
-  ipt: Iptables,
+  ipt: IptablesState,
   chains: readonly SharedChain[],
   rules: readonly AdminRule[],
   logger: Logger,

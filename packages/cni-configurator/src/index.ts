@@ -1,11 +1,12 @@
 export { createCniConfigurator } from './configurator.js';
-export { ConfiguratorError, isConfiguratorError } from './errors.js';
+export { ConfiguratorError, invalidField, isConfiguratorError } from './errors.js';
 export type { ConfiguratorErrorCode, ConfiguratorErrorDetails } from './errors.js';
 export { NO_ADDRESS, dnsOf, pickAddress } from './address.js';
 export type { PickedAddress } from './address.js';
 export { cniArgs } from './args.js';
 export { portMappings } from './ports.js';
-export { RESERVED_ARG_KEYS, checkAllocId, decodeSpec } from './spec.js';
+export { RESERVED_ARG_KEYS, checkAllocId, decodeSpec, isValidSpec } from './spec.js';
+export type { ValidAllocSpec } from './spec.js';
 export {
   DEFAULT_ADMIN_CHAIN,
   DEFAULT_BRIDGE,
@@ -16,9 +17,10 @@ export {
   defaultNetworkSettings,
 } from './networks.js';
 export type { DefaultNetworkSettings } from './networks.js';
-export { allocChains } from './sweep.js';
+export { allocChains } from './marks.js';
 export type {
   AllocAttachment,
+  AllocNetworking,
   AllocNetworkSpec,
   AllocNetworkStatus,
   AllocPort,
@@ -31,8 +33,10 @@ export type {
   FoundReservation,
   FoundRule,
   HostState,
+  IptablesState,
   Leak,
   LeakReport,
+  LeakSweeper,
   LegacyNetwork,
   LegacyPort,
   NetworkCatalog,

@@ -1,7 +1,9 @@
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import ipaddr from 'ipaddr.js';
-import { checkIfName, isCniError, listNetworks, parseNetworkConfig } from '@allocnet/cni';
+import { invalidInputOf } from '@allocnet/base';
+import type { FieldPath } from '@allocnet/base';
+import { checkIfName, listNetworks, parseNetworkConfig } from '@allocnet/cni';
 import type { Logger, NetworkConfig } from '@allocnet/cni';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
 import type { DefaultNetworkOptions, NetworkCatalog } from './types.js';
@@ -26,7 +28,7 @@ export interface DefaultNetworkSettings {
   readonly adminChain: string;
 }
 
-function checkSubnet(field: string, value: string, kind: 'ipv4' | 'ipv6'): string {
+function checkSubnet(field: FieldPath, value: string, kind: 'ipv4' | 'ipv6'): string {
   let parsed: [ipaddr.IPv4 | ipaddr.IPv6, number];
   try {
     parsed = ipaddr.parseCIDR(value);
@@ -62,15 +64,16 @@ function checkSubnet(field: string, value: string, kind: 'ipv4' | 'ipv6'): strin
 export function defaultNetworkSettings(
   options: DefaultNetworkOptions = {},
 ): DefaultNetworkSettings {
-  const field = (name: string) => `defaultNetwork.${name}`;
+  const field = (name: string): FieldPath => ['defaultNetwork', name];
   const name = options.name ?? DEFAULT_NETWORK_NAME;
   if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(name))
     throw invalidField(field('name'), `${JSON.stringify(name)} is not a network name`);
   const bridge = options.bridge ?? DEFAULT_BRIDGE;
   try {
-    checkIfName(bridge, field('bridge'));
+    checkIfName(bridge, 'defaultNetwork.bridge');
   } catch (error) {
-    if (isCniError(error)) throw invalidField(field('bridge'), error.msg.replace(/^\S+ /, ''));
+    const bad = invalidInputOf(error);
+    if (bad !== undefined) throw invalidField(field('bridge'), bad.problem);
     throw error;
   }
   const adminChain = options.adminChain ?? DEFAULT_ADMIN_CHAIN;
@@ -173,7 +176,12 @@ export function resolveNetwork(snapshot: CatalogSnapshot, name: string | undefin
   );
   throw new ConfiguratorError(
     `network ${JSON.stringify(name)} is not known (networks: ${known.join(', ')})`,
-    { code: 'network-not-found', field: 'network', network: name },
+    {
+      code: 'network-not-found',
+      path: ['network'],
+      problem: [`${JSON.stringify(name)} is not known (networks: ${known.join(', ')})`],
+      network: name,
+    },
   );
 }
 

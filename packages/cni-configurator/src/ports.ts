@@ -1,10 +1,11 @@
+import type { FieldPath } from '@allocnet/base';
 import { invalidField } from './errors.js';
 import type { AllocNetworkSpec, PortMapping } from './types.js';
 
 const PROTOCOLS = ['tcp', 'udp'] as const;
 
 interface Claim {
-  readonly field: string;
+  readonly field: FieldPath;
   readonly label: string;
   readonly hostPort: number;
   readonly hostIP: string;
@@ -27,10 +28,11 @@ export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): Po
         (c.hostIP === claim.hostIP || c.hostIP === '' || claim.hostIP === ''),
     );
     if (clash !== undefined) {
-      throw invalidField(
-        claim.field,
-        `(${JSON.stringify(claim.label)}) claims host port ${claim.hostPort}, which ${clash.field} (${JSON.stringify(clash.label)}) already claims`,
-      );
+      throw invalidField(claim.field, [
+        `(${JSON.stringify(claim.label)}) claims host port ${claim.hostPort}, which `,
+        { field: clash.field },
+        ` (${JSON.stringify(clash.label)}) already claims`,
+      ]);
     }
     claims.push(claim);
     const containerPort = to === undefined || to < 1 ? claim.hostPort : to;
@@ -48,7 +50,7 @@ export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): Po
   if (ports.length > 0) {
     ports.forEach((p, i) => {
       const hostIP = ignoreHostIps ? '' : (p.hostIp ?? '');
-      add({ field: `ports[${i}].value`, label: p.label, hostPort: p.value, hostIP }, p.to);
+      add({ field: ['ports', i, 'value'], label: p.label, hostPort: p.value, hostIP }, p.to);
     });
     return mappings;
   }
@@ -57,7 +59,7 @@ export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): Po
       (network[kind] ?? []).forEach((p, i) => {
         add(
           {
-            field: `legacyNetworks[${n}].${kind}[${i}].value`,
+            field: ['legacyNetworks', n, kind, i, 'value'],
             label: p.label,
             hostPort: p.value,
             hostIP: '',

@@ -156,14 +156,32 @@ export const AllocNetworkSpecCodec = t.intersection([
   }),
 ]);
 
+/** A spec `decodeSpec` gave: what `setup` takes as is. */
+export type ValidAllocSpec = AllocNetworkSpec & { readonly [validAllocSpec]: true };
+declare const validAllocSpec: unique symbol;
+
+// The specs this process decoded: one decoded at the edge is not decoded again in `setup`.
+const decodedSpecs = new WeakSet<object>();
+
+/** Whether `decodeSpec` made this spec. */
+export function isValidSpec(value: unknown): value is ValidAllocSpec {
+  return typeof value === 'object' && value !== null && decodedSpecs.has(value);
+}
+
 /**
  * Decodes an allocation's spec, refusing what could not reach the plugins intact, with an
- * `invalid-argument` error naming the field (`ports[1].value should be …`).
+ * `invalid-argument` error naming the field (`ports[1].value should be …`; the spec itself is
+ * the empty path, `spec` in the message).
  */
-export function decodeSpec(value: unknown): AllocNetworkSpec {
+export function decodeSpec(value: unknown): ValidAllocSpec {
+  if (isValidSpec(value)) return value;
   const decoded = decode(AllocNetworkSpecCodec, value);
-  if (!decoded.ok) throw invalidField(decoded.problem.field || 'spec', decoded.problem.problem);
-  return decoded.value;
+  if (!decoded.ok) throw invalidField(decoded.problem.path, decoded.problem.problem);
+  // The codec gives back the object it was given: a copy, so that a later change by the
+  // caller does not change a spec that is known to be valid.
+  const spec = structuredClone(decoded.value);
+  decodedSpecs.add(spec);
+  return spec as unknown as ValidAllocSpec;
 }
 
 /** Checks an allocation id on its own (teardown, cleanup). */

@@ -1,9 +1,15 @@
-import { parseIptablesSave } from '@allocnet/iptables-node';
+import { createCniCache } from '@allocnet/cni';
+import { createIptables, parseIptablesSave } from '@allocnet/iptables-node';
+import { createRecordingExec, exit, ok } from '@allocnet/iptables-node/testing';
+import type { RecordingExec } from '@allocnet/iptables-node/testing';
 import type { Family, SavedTable } from '@allocnet/iptables-node';
 import { networkFacts } from './facts.js';
 import { defaultNetworkConfig, defaultNetworkSettings } from './networks.js';
-import { allocChains, describePlan, linesNotAbout, planFor, planSweep } from './sweep.js';
-import type { CacheFile, Scan } from './sweep.js';
+import { allocChains, linesNotAbout } from './marks.js';
+import { EMPTY_PLAN, EMPTY_STATE, describePlan, planOwnedBy } from './plan.js';
+import type { CacheFile } from './plan.js';
+import { plan, sweep } from './sweep.js';
+import type { Scan, Selection } from './sweep.js';
 import type { FoundReservation } from './types.js';
 
 const A = '6b235529-8111-4bbe-520b-d639b1d2a94e';
@@ -87,12 +93,12 @@ const reservation = (ip: string, id: string): FoundReservation => ({
   allocId: id,
 });
 
-const lines = (scan: Scan, ids: string[], extra: Partial<Parameters<typeof planSweep>[1]> = {}) =>
+const lines = (scan: Scan, ids: string[], extra: Partial<Selection> = {}) =>
   describePlan(
-    planSweep(scan, { allocIds: new Set(ids), networks: ['nomad'], addresses: [], ...extra }),
+    plan(scan, { allocIds: new Set(ids), networks: ['nomad'], addresses: [], ...extra }),
   );
 
-describe('planSweep', () => {
+describe('plan', () => {
   it('finds one allocation’s masquerade and DNAT state and leaves the other allocation’s alone', () => {
     const scan = scanOf(save([natOf(A, '172.26.64.2', 8080), natOf(B, '172.26.64.3', 8081)]));
     const { masq, dnat } = allocChains('nomad', A);
@@ -154,17 +160,17 @@ describe('planSweep', () => {
       save([natOf(A, '172.26.64.2', 8080)], [...fw('172.26.64.2'), ...fw('172.26.64.5')]),
       [reservation('172.26.64.5', A), reservation('172.26.64.6', B)],
     );
-    const plan = lines(scan, [A]);
-    expect(plan.rules.filter((r) => r.chain === 'CNI-FORWARD')).toHaveLength(4);
-    expect(plan.reservations).toEqual([reservation('172.26.64.5', A)]);
+    const found = lines(scan, [A]);
+    expect(found.rules.filter((r) => r.chain === 'CNI-FORWARD')).toHaveLength(4);
+    expect(found.reservations).toEqual([reservation('172.26.64.5', A)]);
   });
 
   it('never touches NOMAD-ADMIN, the shared chains or their jumps', () => {
     const scan = scanOf(save([natOf(A, '172.26.64.2', 8080)], fw('172.26.64.2')), [
       reservation('172.26.64.2', A),
     ]);
-    const plan = lines(scan, [A]);
-    const touched = [...plan.rules.map((r) => r.line), ...plan.chains.map((c) => c.chain)].join(
+    const found = lines(scan, [A]);
+    const touched = [...found.rules.map((r) => r.line), ...found.chains.map((c) => c.chain)].join(
       '\n',
     );
     expect(touched).not.toMatch(
@@ -183,14 +189,14 @@ describe('planSweep', () => {
       ),
       [reservation('172.26.64.8', B)],
     );
-    const plan = planSweep(scan, {
+    const planned = plan(scan, {
       allocIds: new Set(),
       networks: ['nomad'],
       addresses: [],
       orphansOf: [facts],
       known: new Set([B]),
     });
-    const orphans = describePlan(planFor(plan, new Set([undefined])));
+    const orphans = describePlan(planOwnedBy(planned, new Set([undefined])));
     expect(orphans.chains.map((c) => c.chain)).toEqual([orphanChain]);
     // .8 is reserved, 10.9.9.9 is not in a managed subnet: only .7's rules are orphans.
     expect(orphans.rules.map((r) => r.line)).toEqual([
@@ -206,8 +212,8 @@ describe('planSweep', () => {
         [...fw('172.26.64.2'), ...fw('172.26.64.3')],
       ),
     );
-    const plan = planSweep(scan, { allocIds: new Set([A, B]), networks: ['nomad'], addresses: [] });
-    const onlyB = describePlan(planFor(plan, new Set([B])));
+    const planned = plan(scan, { allocIds: new Set([A, B]), networks: ['nomad'], addresses: [] });
+    const onlyB = describePlan(planOwnedBy(planned, new Set([B])));
     expect(onlyB.chains.map((c) => c.chain)).toEqual([
       allocChains('nomad', B).masq,
       allocChains('nomad', B).dnat,
@@ -284,11 +290,83 @@ describe('linesNotAbout', () => {
       addresses: [],
       known: new Set([A]),
     };
-    expect(describePlan(planSweep(filtered, selection))).toEqual(
-      describePlan(planSweep(full, selection)),
-    );
+    expect(describePlan(plan(filtered, selection))).toEqual(describePlan(plan(full, selection)));
     expect(filtered.tables.get('ipv4')?.[0]?.rules.length).toBeLessThan(
       full.tables.get('ipv4')?.[0]?.rules.length ?? 0,
     );
+  });
+});
+
+describe('sweep', () => {
+  const busy = exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed');
+  const planOfA = () =>
+    plan(scanOf(save([natOf(A, '172.26.64.2', 8080)])), {
+      allocIds: new Set([A]),
+      networks: ['nomad'],
+      addresses: [],
+    });
+
+  /** Sweep deps over a recording ipv4 exec; the cache is never read (plans hold no files). */
+  function depsOver(v4: RecordingExec) {
+    const warnings: string[] = [];
+    const deps = {
+      iptables: {
+        ipv4: createIptables({ exec: v4 }),
+        ipv6: createIptables({ family: 'ipv6', exec: createRecordingExec() }),
+      },
+      cache: createCniCache('/nonexistent/allocnet-sweep-test'),
+      logger: {
+        debug: () => undefined,
+        warn: (message: string) => {
+          warnings.push(message);
+        },
+      },
+    };
+    return { deps, warnings };
+  }
+
+  it('plans again when a restore fails because iptables changed, and reports what went', async () => {
+    const v4 = createRecordingExec().reply(busy, ok());
+    const { deps, warnings } = depsOver(v4);
+    const asked: number[] = [];
+    const outcome = await sweep(
+      deps,
+      (attempt) => {
+        asked.push(attempt);
+        return Promise.resolve(planOfA());
+      },
+      {},
+    );
+    expect(asked).toEqual([1, 2]);
+    expect(v4.calls.map((c) => c.argv[0])).toEqual(['iptables-restore', 'iptables-restore']);
+    expect(outcome).toEqual({
+      removed: describePlan(planOfA()),
+      last: planOfA(),
+      error: undefined,
+    });
+    expect(warnings).toEqual(['sweep: iptables changed under the batch; scanning again']);
+  });
+
+  it('reports, rather than throws, what stayed after the last attempt', async () => {
+    const v4 = createRecordingExec().reply(busy, busy, busy);
+    const { deps } = depsOver(v4);
+    const outcome = await sweep(deps, () => Promise.resolve(planOfA()), {});
+    expect(v4.calls).toHaveLength(3);
+    expect(outcome.removed).toEqual(EMPTY_STATE);
+    expect(outcome.last).toEqual(planOfA());
+    const { masq } = allocChains('nomad', A);
+    expect(outcome.error?.message).toBe(
+      `iptables-restore --noflush --wait at line 2 (-t nat -D POSTROUTING -s 172.26.64.2/32 -m comment --comment ${tag(A)} -j ${masq}) failed (exit status 4): iptables-restore v1.8.9 (nf_tables): line 2 failed`,
+    );
+  });
+
+  it('applies nothing with dryRun, nor for an empty plan', async () => {
+    const v4 = createRecordingExec();
+    const { deps } = depsOver(v4);
+    const dry = await sweep(deps, () => Promise.resolve(planOfA()), { dryRun: true });
+    expect(dry.removed).toEqual(describePlan(planOfA()));
+    const none = await sweep(deps, () => Promise.resolve(EMPTY_PLAN), {});
+    expect(none).toEqual({ removed: EMPTY_STATE, last: EMPTY_PLAN, error: undefined });
+    expect(v4.calls).toEqual([]);
   });
 });

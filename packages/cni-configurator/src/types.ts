@@ -209,10 +209,31 @@ export interface RetryOptions {
   readonly jitterMs?: number;
 }
 
+/**
+ * What the configurator uses of one family's iptables: eight members of
+ * `@allocnet/iptables-node`'s `Iptables`, typed as there, so `createIptables()` is one and a test
+ * fake needs only these. Changes are `restore` batches, but for the host prerequisites' fallback.
+ */
+export interface IptablesState {
+  readonly family: Iptables['family'];
+  /** The sweep's scan and the host prerequisites (with `lines`, only lines kept are parsed). */
+  readonly save: Iptables['save'];
+  /** The sweep's removals and the host prerequisites: one batch, all or nothing. */
+  readonly restore: Iptables['restore'];
+  /** CHECK and the teardown audit read single chains (`not-found`: no such chain). */
+  readonly listRules: Iptables['listRules'];
+  /** The teardown audit's cheap questions. */
+  readonly chainExists: Iptables['chainExists'];
+  /** Host prerequisites, piece by piece, when their batch lost a race (host.ts). */
+  readonly ruleExists: Iptables['ruleExists'];
+  readonly newChain: Iptables['newChain'];
+  readonly append: Iptables['append'];
+}
+
 export interface CniConfiguratorOptions {
   readonly runtime: CniRuntime;
   /** iptables of the node (the namespace the plugins run in), per family. */
-  readonly iptables: Readonly<Record<Family, Iptables>>;
+  readonly iptables: Readonly<Record<Family, IptablesState>>;
   readonly defaultNetwork?: DefaultNetworkOptions;
   /** Named networks; none when absent. */
   readonly confDir?: string;
@@ -250,11 +271,8 @@ export interface NetworkCatalog {
   readonly invalid: readonly { readonly file: string; readonly reason: string }[];
 }
 
-export interface CniConfigurator {
-  /** The networks as of the last read of the conf dir. */
-  catalog(): NetworkCatalog;
-  /** Re-reads the conf dir now (between operations: each operation reads the catalog once). */
-  reload(): Promise<NetworkCatalog>;
+/** One allocation's network: what the runner does for each allocation it runs. */
+export interface AllocNetworking {
   /**
    * Gives the allocation its network in `netns`: host prerequisites, ADD with retry (a DEL
    * between attempts), then the status and the attachment to keep for CHECK and DEL.
@@ -274,11 +292,10 @@ export interface CniConfigurator {
     attachment: AllocAttachment | undefined,
     options?: OperationOptions,
   ): Promise<TeardownReport>;
-  /** The audit's sweep without a DEL: for operators, idempotent. */
-  forceCleanup(
-    allocId: string,
-    options?: OperationOptions & { readonly network?: string; readonly dryRun?: boolean },
-  ): Promise<CleanupReport>;
+}
+
+/** State on the host that no live allocation accounts for: what reconcilers and operators clean. */
+export interface LeakSweeper {
   /** Everything tagged with an allocation id outside `known`, and state that belongs to no one. */
   findLeaks(known: Iterable<string>, options?: OperationOptions): Promise<LeakReport>;
   /** Removes what `findLeaks` finds, in batches, reporting progress. */
@@ -289,6 +306,18 @@ export interface CniConfigurator {
       readonly batchSize?: number;
     },
   ): Promise<ReapReport>;
+  /** The audit's sweep without a DEL: for operators, idempotent. */
+  forceCleanup(
+    allocId: string,
+    options?: OperationOptions & { readonly network?: string; readonly dryRun?: boolean },
+  ): Promise<CleanupReport>;
+}
+
+export interface CniConfigurator extends AllocNetworking, LeakSweeper {
+  /** The networks as of the last read of the conf dir. */
+  catalog(): NetworkCatalog;
+  /** Re-reads the conf dir now (between operations: each operation reads the catalog once). */
+  reload(): Promise<NetworkCatalog>;
   /** Makes sure NOMAD-ADMIN accepts traffic to the default bridge (reconcilers call it). */
   ensureHostPrerequisites(options?: OperationOptions): Promise<void>;
   /** Stops watching the conf dir. */

@@ -2,6 +2,8 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import * as t from 'io-ts';
 import { checkedString, decode } from './decode.js';
+import { formatPath } from '@allocnet/base';
+import type { FieldPath } from '@allocnet/base';
 import { CniError } from './errors.js';
 import { NAME_PATTERN } from './validate.js';
 import { isVersion } from './version.js';
@@ -90,15 +92,16 @@ const SingleConf = t.intersection([
   t.partial({ cniVersion: Version }),
 ]);
 
-function invalid(source: string | undefined, field: string, problem: string): CniError {
+function invalid(source: string | undefined, path: FieldPath, problem: string): CniError {
   const where = source === undefined ? 'network configuration' : JSON.stringify(source);
-  const what = field === '' ? problem : `${field} ${problem}`;
+  const what = path.length === 0 ? problem : `${formatPath(path)} ${problem}`;
   return new CniError(`${where}: ${what}`, {
     code: 'invalid-config',
     specCode: 7,
     msg: what,
     ...(source === undefined ? {} : { file: source }),
-    field,
+    path,
+    problem: [problem],
   });
 }
 
@@ -124,13 +127,13 @@ function pluginOf(raw: Record<string, unknown>): PluginConfig {
  */
 export function parseNetworkConfig(value: unknown, source?: string): NetworkConfig {
   if (!isObject(value))
-    throw invalid(source, '', `should be a JSON object, got ${JSON.stringify(value)}`);
+    throw invalid(source, [], `should be a JSON object, got ${JSON.stringify(value)}`);
   if ('plugins' in value) {
     const decoded = decode(ConfList, value);
-    if (!decoded.ok) throw invalid(source, decoded.problem.field, decoded.problem.problem);
+    if (!decoded.ok) throw invalid(source, decoded.problem.path, decoded.problem.problem);
     const list = decoded.value;
     if (list.cniVersion === undefined && (list.cniVersions ?? []).length === 0) {
-      throw invalid(source, 'cniVersion', 'is missing (and there is no cniVersions)');
+      throw invalid(source, ['cniVersion'], 'is missing (and there is no cniVersions)');
     }
     return {
       name: list.name,
@@ -144,9 +147,9 @@ export function parseNetworkConfig(value: unknown, source?: string): NetworkConf
     };
   }
   const decoded = decode(SingleConf, value);
-  if (!decoded.ok) throw invalid(source, decoded.problem.field, decoded.problem.problem);
+  if (!decoded.ok) throw invalid(source, decoded.problem.path, decoded.problem.problem);
   const conf = decoded.value;
-  if (conf.cniVersion === undefined) throw invalid(source, 'cniVersion', 'is missing');
+  if (conf.cniVersion === undefined) throw invalid(source, ['cniVersion'], 'is missing');
   const list = { cniVersion: conf.cniVersion, name: conf.name, plugins: [value] };
   return {
     name: conf.name,
@@ -166,7 +169,7 @@ export function parseNetworkConfigText(text: string, source?: string): NetworkCo
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw invalid(source, '', `is not JSON: ${(error as Error).message}`);
+    throw invalid(source, [], `is not JSON: ${(error as Error).message}`);
   }
   return parseNetworkConfig(value, source);
 }
@@ -177,7 +180,7 @@ export async function loadNetworkConfigFile(file: string): Promise<NetworkConfig
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw invalid(file, '', `cannot be read: ${(error as Error).message}`);
+    throw invalid(file, [], `cannot be read: ${(error as Error).message}`);
   }
   return parseNetworkConfigText(text, file);
 }
@@ -237,7 +240,7 @@ export async function listNetworks(dir: string): Promise<NetworkListing> {
           file,
           error: invalid(
             file,
-            'name',
+            ['name'],
             `${JSON.stringify(network.name)} is already defined by ${JSON.stringify(earlier.source)}`,
           ),
         });

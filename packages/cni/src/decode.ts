@@ -1,12 +1,14 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
+import { formatPath } from '@allocnet/base';
+import type { FieldPath } from '@allocnet/base';
 
 /**
- * The path of the value that failed, as `plugins[1].type`: object keys after a dot, array indices
- * in brackets, the members of unions and intersections skipped.
+ * The path of the value that failed, as `['plugins', 1, 'type']`: object keys as names, array
+ * indices as numbers, the members of unions and intersections skipped.
  */
-function pathOf(error: t.ValidationError): string {
-  let path = '';
+function pathOf(error: t.ValidationError): FieldPath {
+  const path: (string | number)[] = [];
   error.context.forEach((entry, i) => {
     if (i === 0) return;
     const parent = error.context[i - 1]?.type as { _tag?: string } | undefined;
@@ -15,7 +17,7 @@ function pathOf(error: t.ValidationError): string {
     const objectKey = tag === 'InterfaceType' || tag === 'PartialType' || tag === 'DictionaryType';
     const index =
       tag === 'ArrayType' || tag === 'TupleType' || (!objectKey && /^\d+$/.test(entry.key));
-    path += index ? `[${entry.key}]` : path === '' ? entry.key : `.${entry.key}`;
+    path.push(index ? Number(entry.key) : entry.key);
   });
   return path;
 }
@@ -28,6 +30,8 @@ function show(value: unknown): string {
 
 /** One decode failure: the field's path and what is wrong with it. */
 export interface DecodeProblem {
+  readonly path: FieldPath;
+  /** The path as text (`plugins[1].type`); '' for the value itself. */
   readonly field: string;
   readonly problem: string;
 }
@@ -45,13 +49,14 @@ export function decode<A, O>(
   // io-ts reports one error per union member; the deepest path is the most specific one.
   const errors = [...result.left].sort((a, b) => b.context.length - a.context.length);
   const first = errors[0];
-  if (first === undefined) return { ok: false, problem: { field: '', problem: 'is not valid' } };
-  const field = pathOf(first);
+  if (first === undefined)
+    return { ok: false, problem: { path: [], field: '', problem: 'is not valid' } };
+  const path = pathOf(first);
   const expected = first.context[first.context.length - 1]?.type.name ?? 'a valid value';
   const problem =
     first.message ??
     (first.value === undefined ? 'is missing' : `should be ${expected}, got ${show(first.value)}`);
-  return { ok: false, problem: { field, problem } };
+  return { ok: false, problem: { path, field: formatPath(path), problem } };
 }
 
 /** A codec for strings that satisfy `test`, failing with `message` (after the field name). */

@@ -1,3 +1,6 @@
+import { formatPath, renderProblem } from '@allocnet/base';
+import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+
 /** The verbs a runtime runs. */
 export type CniVerb = 'ADD' | 'CHECK' | 'DEL' | 'VERSION' | 'STATUS' | 'GC';
 
@@ -46,6 +49,33 @@ export const WELL_KNOWN_CODES: Readonly<Record<number, CniErrorCode>> = {
   51: 'limited-connectivity',
 };
 
+/** What callers act on (see @allocnet/base), by code. */
+const KINDS: Readonly<Record<CniErrorCode, ErrorKind>> = {
+  'incompatible-version': 'internal',
+  'unsupported-field': 'internal',
+  'unknown-container': 'internal',
+  'invalid-environment': 'internal',
+  'io-failure': 'internal',
+  'decode-failure': 'internal',
+  'invalid-network-config': 'internal',
+  'try-again-later': 'unavailable',
+  'not-available': 'unavailable',
+  'limited-connectivity': 'unavailable',
+  'plugin-error': 'internal',
+  'invalid-config': 'invalid',
+  'network-not-found': 'not-found',
+  'invalid-argument': 'invalid',
+  'plugin-not-found': 'unavailable',
+  'no-common-version': 'internal',
+  'invalid-result': 'internal',
+  'not-added': 'not-found',
+  'check-not-supported': 'internal',
+  cache: 'internal',
+  spawn: 'unavailable',
+  timeout: 'internal',
+  aborted: 'aborted',
+};
+
 export function codeName(specCode: number): CniErrorCode {
   return WELL_KNOWN_CODES[specCode] ?? 'plugin-error';
 }
@@ -65,8 +95,10 @@ export interface CniErrorDetails {
   readonly network?: string;
   /** The configuration file, for `invalid-config`. */
   readonly file?: string;
-  /** The field of a configuration or argument that is wrong, as a path (`plugins[1].type`). */
-  readonly field?: string;
+  /** The field of a configuration or argument that is wrong (`['plugins', 1, 'type']`). */
+  readonly path?: FieldPath;
+  /** What is wrong with that field (the `msg` is `<field> <problem>`). */
+  readonly problem?: Problem;
   readonly cause?: unknown;
 }
 
@@ -78,6 +110,7 @@ const BRAND = Symbol.for('@allocnet/cni.CniError');
  */
 export class CniError extends Error {
   readonly code: CniErrorCode;
+  readonly kind: ErrorKind;
   readonly specCode: number | undefined;
   readonly msg: string;
   readonly details: string | undefined;
@@ -86,13 +119,17 @@ export class CniError extends Error {
   readonly containerId: string | undefined;
   readonly network: string | undefined;
   readonly file: string | undefined;
-  readonly field: string | undefined;
+  readonly path: FieldPath | undefined;
+  readonly problem: Problem | undefined;
+  /** Messages here name no field outside `path`/`problem`. */
+  readonly parts: Problem | undefined = undefined;
   readonly [BRAND] = true;
 
   constructor(message: string, d: CniErrorDetails) {
     super(message, d.cause === undefined ? undefined : { cause: d.cause });
     this.name = 'CniError';
     this.code = d.code;
+    this.kind = KINDS[d.code];
     this.specCode = d.specCode;
     this.msg = d.msg;
     this.details = d.details;
@@ -101,7 +138,13 @@ export class CniError extends Error {
     this.containerId = d.containerId;
     this.network = d.network;
     this.file = d.file;
-    this.field = d.field;
+    this.path = d.path;
+    this.problem = d.problem;
+  }
+
+  /** The wrong field as text (`plugins[1].type`). */
+  get field(): string | undefined {
+    return this.path === undefined ? undefined : formatPath(this.path);
   }
 
   /** The spec's error object, for printing where a plugin's error would go. */
@@ -119,12 +162,22 @@ export function isCniError(value: unknown): value is CniError {
   return typeof value === 'object' && value !== null && BRAND in value;
 }
 
-/** An `invalid-argument` error naming the field. */
-export function invalidArgument(field: string, problem: string, specCode = 4): CniError {
-  return new CniError(`${field} ${problem}`, {
+/**
+ * An `invalid-argument` error naming the field. A string field is one name (`netns`,
+ * `defaultNetwork.bridge` as its owner calls it), never parsed.
+ */
+export function invalidArgument(
+  field: FieldPath | string,
+  problem: string,
+  specCode = 4,
+): CniError {
+  const path = typeof field === 'string' ? [field] : field;
+  const msg = `${formatPath(path)} ${renderProblem([problem])}`;
+  return new CniError(msg, {
     code: 'invalid-argument',
     specCode,
-    msg: `${field} ${problem}`,
-    field,
+    msg,
+    path,
+    problem: [problem],
   });
 }

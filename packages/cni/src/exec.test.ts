@@ -1,6 +1,7 @@
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createNodePluginExec, execPlugin } from './exec.js';
+import type { StartedPlugin } from './exec.js';
 import { installFakePlugin, tempDir } from './testing/index.js';
 
 let dir: Awaited<ReturnType<typeof tempDir>>;
@@ -61,6 +62,29 @@ describe('createNodePluginExec', () => {
     } finally {
       await writer.close();
     }
+  });
+
+  it('does not run the fresh spawn when cancelled during the wait after "text file busy"', async () => {
+    const plugin = await installFakePlugin(dir.path, 'busy');
+    const writer = await open(plugin.path, 'r+');
+    // The plugin under test, cancelled from inside the wait that follows its first spawn.
+    const waiting: { plugin?: StartedPlugin } = {};
+    const exec = createNodePluginExec({
+      sleep: async () => {
+        await writer.close();
+        waiting.plugin?.cancel();
+      },
+    });
+    const started = exec.start({ path: plugin.path, env, timeoutMs: 10_000 });
+    waiting.plugin = started;
+    expect(await started.run('{"cniVersion":"1.0.0"}')).toEqual({
+      kind: 'failed',
+      reason: 'aborted',
+      message: 'cancelled',
+      stdout: '',
+      stderr: '',
+    });
+    expect(await plugin.calls()).toEqual([]);
   });
 
   it('reports a missing binary as a spawn failure', async () => {

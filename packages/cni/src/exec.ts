@@ -1,5 +1,5 @@
-import { isSpawnError, spawnChild } from '@allocnet/spawn';
-import type { RunResult, SpawnError, SpawnMethod } from '@allocnet/spawn';
+import { startProcess } from '@allocnet/spawn';
+import type { RunResult, SpawnMethod } from '@allocnet/spawn';
 
 /** A plugin process to start. `env` is the whole environment: nothing is inherited. */
 export interface PluginStartRequest {
@@ -78,47 +78,16 @@ function netnsName(netns: string): string {
   return name;
 }
 
-interface Ended {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly spawnError?: SpawnError;
-}
-
-/** One spawn: the process, and a promise of how it ended (never rejects). */
-function spawnOnce(
-  file: string,
-  args: readonly string[],
-  env: Readonly<Record<string, string>>,
-  method: SpawnMethod | undefined,
-) {
-  const stdout: Buffer[] = [];
-  const stderr: Buffer[] = [];
-  const output = () => ({
-    stdout: Buffer.concat(stdout).toString('utf8'),
-    stderr: Buffer.concat(stderr).toString('utf8'),
-  });
-  const child = spawnChild({ file, args, env, ...(method === undefined ? {} : { method }) });
-  child.stdout.on('data', (d: Buffer) => stdout.push(d));
-  child.stderr.on('data', (d: Buffer) => stderr.push(d));
-  // A plugin that exits without reading all of its stdin closes the pipe under us; its exit status
-  // says what happened, the EPIPE adds nothing.
-  child.stdin?.on('error', () => undefined);
-  const ended: Promise<Ended> = child.closed.then(
-    (exit) => exit,
-    (error: unknown) => {
-      if (isSpawnError(error)) return { code: null, signal: null, spawnError: error };
-      throw error;
-    },
-  );
-  return { child, ended, output };
-}
-
 /**
- * The real `PluginExec`, on @allocnet/spawn (posix_spawn, so starting a plugin does not fork the
- * agent): the plugin path is the whole argv, the environment is exactly the request's, and the
- * process is killed (SIGKILL) at the timeout or when the signal aborts. (execa, on
- * node:child_process, costs about 1.2 ms more per process here even from a small process, measured;
- * a chain runs four or more.)
+ * The real `PluginExec`, on @allocnet/spawn's `startProcess` (posix_spawn, so starting a plugin
+ * does not fork the agent): the plugin path is the whole argv, the environment is exactly the
+ * request's, and the process is killed (SIGKILL) at the timeout or when the signal aborts.
+ * (execa, on node:child_process, costs about 1.2 ms more per process here even from a small
+ * process, measured; a chain runs four or more.)
+ *
+ * "Text file busy" is retried here, not in @allocnet/spawn: it is libcni's answer to plugin
+ * binaries being copied into place while the runtime runs them (an installer upgrading
+ * /opt/cni/bin), and the options and defaults are this package's.
  */
 export function createNodePluginExec(options: NodePluginExecOptions = {}): PluginExec {
   const prefix =
@@ -129,75 +98,33 @@ export function createNodePluginExec(options: NodePluginExecOptions = {}): Plugi
 
   return {
     start(request) {
-      const file = prefix[0] ?? request.path;
-      const args = prefix.length === 0 ? [] : [...prefix.slice(1), request.path];
-      let current = spawnOnce(file, args, request.env, options.spawnMethod);
+      const startOnce = () =>
+        startProcess({
+          file: prefix[0] ?? request.path,
+          args: prefix.length === 0 ? [] : [...prefix.slice(1), request.path],
+          env: request.env,
+          timeoutMs: request.timeoutMs,
+          ...(request.signal === undefined ? {} : { signal: request.signal }),
+          ...(options.spawnMethod === undefined ? {} : { method: options.spawnMethod }),
+        });
+      let current = startOnce();
       let cancelled = false;
       return {
         cancel() {
           cancelled = true;
-          current.child.kill('SIGKILL');
+          current.cancel();
         },
         async run(stdin) {
           for (let attempt = 0; ; attempt++) {
-            if (request.signal?.aborted === true || cancelled) {
-              current.child.kill('SIGKILL');
-              await current.ended;
-              return {
-                kind: 'failed',
-                reason: 'aborted',
-                message: 'cancelled',
-                ...current.output(),
-              };
-            }
-            // Set by the timer and the abort listener, read after the process ended.
-            const why = { timedOut: false, aborted: false };
-            const timer = setTimeout(() => {
-              why.timedOut = true;
-              current.child.kill('SIGKILL');
-            }, request.timeoutMs);
-            const onAbort = () => {
-              why.aborted = true;
-              current.child.kill('SIGKILL');
-            };
-            request.signal?.addEventListener('abort', onAbort, { once: true });
-            current.child.stdin?.end(stdin);
-            const end = await current.ended;
-            clearTimeout(timer);
-            request.signal?.removeEventListener('abort', onAbort);
-            const output = current.output();
-            if (end.spawnError !== undefined) {
-              if (end.spawnError.code === 'ETXTBSY' && attempt < retries) {
-                // The binary is being written (an upgrade in progress); a fresh spawn after a
-                // short wait usually finds it complete. libcni retries the same way (it waits 1 s).
-                await sleep(delayMs);
-                current = spawnOnce(file, args, request.env, options.spawnMethod);
-                continue;
-              }
-              return {
-                kind: 'failed',
-                reason: 'spawn',
-                message: end.spawnError.message,
-                ...output,
-              };
-            }
-            if (why.aborted)
-              return { kind: 'failed', reason: 'aborted', message: 'cancelled', ...output };
-            if (why.timedOut)
-              return {
-                kind: 'failed',
-                reason: 'timeout',
-                message: `killed after ${request.timeoutMs} ms`,
-                ...output,
-              };
-            if (end.code === null)
-              return {
-                kind: 'failed',
-                reason: 'killed',
-                message: `killed by ${end.signal ?? 'a signal'}`,
-                ...output,
-              };
-            return { kind: 'exited', exitCode: end.code, ...output };
+            const result = await current.run(stdin);
+            if (result.kind === 'exited' || result.code !== 'ETXTBSY' || attempt >= retries)
+              return result;
+            // The binary is being written (an upgrade in progress); a fresh spawn after a short
+            // wait usually finds it complete. libcni retries the same way (it waits 1 s).
+            await sleep(delayMs);
+            current = startOnce();
+            // A cancel during the wait ends the fresh process before it gets its stdin.
+            if (cancelled) current.cancel();
           }
         },
       };

@@ -1,13 +1,9 @@
 export { createCniRuntime } from './runtime.js';
-export type {
-  AddResult,
-  Attachment,
-  CallOptions,
-  CniRuntime,
-  CniRuntimeOptions,
-  GcReport,
-  NetworkVersions,
-} from './runtime.js';
+export type { CniRuntime, CniRuntimeOptions } from './runtime.js';
+export type { AddResult, GcReport } from './verbs.js';
+export type { Attachment } from './attachment.js';
+export type { CallOptions } from './invoke.js';
+export type { NetworkVersions } from './negotiation.js';
 export {
   CONFIG_EXTENSIONS,
   findNetwork,
@@ -19,7 +15,7 @@ export {
   parseNetworkConfigText,
 } from './config.js';
 export type { NetworkConfig, NetworkListing, PluginConfig } from './config.js';
-export { CniError, WELL_KNOWN_CODES, codeName, isCniError } from './errors.js';
+export { CniError, WELL_KNOWN_CODES, codeName, invalidArgument, isCniError } from './errors.js';
 export type { CniErrorCode, CniErrorDetails, CniVerb } from './errors.js';
 export { createNodePluginExec, execPlugin } from './exec.js';
 export type {
@@ -30,7 +26,8 @@ export type {
   PluginStartRequest,
   StartedPlugin,
 } from './exec.js';
-export { DEFAULT_PLUGIN_DIRS, findPlugin } from './lookup.js';
+export { findPlugin } from './lookup.js';
+export { DEFAULT_CACHE_DIR, DEFAULT_CONF_DIR, DEFAULT_PLUGIN_DIRS } from './defaults.js';
 export { ResultError, encodeResult, ipFamily, parseResult } from './result.js';
 export type { CniDns, CniInterface, CniIp, CniResult, CniRoute } from './result.js';
 export { createCniCache } from './cache.js';

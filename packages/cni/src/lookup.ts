@@ -2,13 +2,6 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CniError } from './errors.js';
 
-/** Where plugins are looked for by default: CNI's, then Debian's and Fedora's package dirs. */
-export const DEFAULT_PLUGIN_DIRS: readonly string[] = [
-  '/opt/cni/bin',
-  '/usr/libexec/cni',
-  '/usr/lib/cni',
-];
-
 /**
  * The path of plugin `type`: the first directory, in order, holding a regular file of that name
  * (a symlink to one counts). Throws `plugin-not-found` listing the directories searched.

@@ -1,7 +1,11 @@
 // The CNI contract, checked exactly against the recording fake plugin (a real executable): env,
-// stdin, order, versions, results, errors, cache. One test (or table) per rule.
+// stdin, order, versions, results, errors, cache. One test (or table) per rule. It reads better
+// whole than split by module (verbs, invoke, negotiation, plugin-output): every rule is checked
+// through `createCniRuntime`, as callers see it, with the one harness below (temp plugin and
+// cache dirs, fake plugins, `network`, `runtime`).
 import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Attachment } from './attachment.js';
 import { parseNetworkConfig } from './config.js';
 import type { NetworkConfig } from './config.js';
 import { isCniError } from './errors.js';
@@ -9,7 +13,7 @@ import type { CniError } from './errors.js';
 import { createNodePluginExec } from './exec.js';
 import type { PluginExec } from './exec.js';
 import { createCniRuntime } from './runtime.js';
-import type { Attachment, CniRuntime } from './runtime.js';
+import type { CniRuntime } from './runtime.js';
 import { installFakePlugin, tempDir } from './testing/index.js';
 import type { FakeCall, FakeDebug, FakePlugin } from './testing/index.js';
 
@@ -658,7 +662,7 @@ describe('time', () => {
     const error = await caught(runtime({ timeoutMs: 1500 }).add(network(['a']), ATTACH));
     expect(error).toMatchObject({
       code: 'timeout',
-      message: `plugin "a" failed (ADD) for "${ID}": killed after 1500 ms`,
+      message: `plugin "a" failed (ADD) for "${ID}": timed out after 1500 ms`,
     });
     expect(await verbs(a as FakePlugin)).toEqual(['ADD', 'DEL']);
   });

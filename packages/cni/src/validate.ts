@@ -42,19 +42,16 @@ export type CniArgs = readonly (readonly [string, string])[];
  */
 export function checkArgs(args: CniArgs, field = 'args'): CniArgs {
   args.forEach(([key, value], i) => {
-    if (key === '') throw invalidArgument(`${field}[${i}]`, 'has an empty key');
+    if (key === '') throw invalidArgument([field, i], 'has an empty key');
     for (const [what, text] of [
       ['key', key],
       ['value', value],
     ] as const) {
       if (/[;=]/.test(text)) {
-        throw invalidArgument(
-          `${field}[${i}]`,
-          `${what} ${JSON.stringify(text)} contains ";" or "="`,
-        );
+        throw invalidArgument([field, i], `${what} ${JSON.stringify(text)} contains ";" or "="`);
       }
       if (text.includes('\0'))
-        throw invalidArgument(`${field}[${i}]`, `${what} contains a NUL character`);
+        throw invalidArgument([field, i], `${what} contains a NUL character`);
     }
   });
   return args;
@@ -76,7 +73,7 @@ export function parseArgs(text: string, field = 'args'): CniArgs {
   if (text.trim() === '') return [];
   const pairs = text.split(';').map((part, i) => {
     const eq = part.indexOf('=');
-    if (eq < 0) throw invalidArgument(`${field}[${i}]`, `${JSON.stringify(part)} is not K=V`);
+    if (eq < 0) throw invalidArgument([field, i], `${JSON.stringify(part)} is not K=V`);
     return [part.slice(0, eq), part.slice(eq + 1)] as const;
   });
   return checkArgs(pairs, field);

@@ -1,5 +1,7 @@
+import type { ErrorKind } from '@allocnet/base';
+
 /**
- * What went wrong, as a caller needs to act on it:
+ * What went wrong, in detail; `kind` (see @allocnet/base) is what callers act on:
  * - `invalid-argument`: refused before anything ran (a bad table, chain or rule argument);
  * - `not-found`: the chain or rule is not there;
  * - `already-exists`: the chain is already there (also iptables-nft's EEXIST race on `-N`);
@@ -25,6 +27,22 @@ export type IptablesErrorCode =
   | 'aborted'
   | 'unknown';
 
+/** What callers act on, by code. */
+const KINDS: Readonly<Record<IptablesErrorCode, ErrorKind>> = {
+  'invalid-argument': 'invalid',
+  'not-found': 'not-found',
+  'already-exists': 'conflict',
+  'in-use': 'conflict',
+  'bad-rule': 'internal',
+  lock: 'unavailable',
+  permission: 'internal',
+  parse: 'internal',
+  spawn: 'unavailable',
+  timeout: 'internal',
+  aborted: 'aborted',
+  unknown: 'internal',
+};
+
 export interface IptablesErrorDetails {
   readonly code: IptablesErrorCode;
   /** The argv that ran (with its nsenter prefix), empty when nothing ran. */
@@ -41,6 +59,7 @@ const BRAND = Symbol.for('@allocnet/iptables-node.IptablesError');
 /** The one error type of this package. Its message starts with the command that failed. */
 export class IptablesError extends Error {
   readonly code: IptablesErrorCode;
+  readonly kind: ErrorKind;
   readonly command: readonly string[];
   readonly exitCode: number | undefined;
   readonly stderr: string;
@@ -51,6 +70,7 @@ export class IptablesError extends Error {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'IptablesError';
     this.code = details.code;
+    this.kind = KINDS[details.code];
     this.command = details.command ?? [];
     this.exitCode = details.exitCode;
     this.stderr = details.stderr ?? '';

@@ -1,13 +1,40 @@
 import { inheritedEnv, runProcess } from '@allocnet/spawn';
-import type { CommandResult, CommandRunner, CommandSpec } from './runner.js';
+import type { RunResult } from '@allocnet/spawn';
+
+/** One process to run: an argv (never a shell string) and optional stdin. */
+export interface CommandSpec {
+  readonly file: string;
+  readonly args: readonly string[];
+  /** Written to stdin, which is otherwise closed. */
+  readonly input?: string;
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+}
 
 /**
- * The real `CommandRunner`, on @allocnet/spawn (posix_spawn: starting iptables does not fork the
- * agent, which costs 6 ms or more per command from an agent-sized process; docs/spawn.md): no
- * shell, the agent's environment with `LC_ALL=C` so messages read the same everywhere, stdin
- * /dev/null unless `input` is given, output kept whole, SIGKILL at the timeout or on abort.
+ * How a process ended (@allocnet/spawn's `RunResult`). A non-zero exit is a result, not an
+ * exception: the caller decides what it means. `failed` is for a process that did not start, ran
+ * out of time or was cancelled.
  */
-export function createSpawnRunner(): CommandRunner {
+export type CommandResult = RunResult;
+
+/**
+ * The seam between this package and processes (what `PluginExec` is to @allocnet/cni);
+ * `createSpawnExec` is the real one, `createRecordingExec` (`./testing`) the fake.
+ */
+export interface CommandExec {
+  run(spec: CommandSpec): Promise<CommandResult>;
+}
+
+/**
+ * The real `CommandExec`, on @allocnet/spawn's `runProcess` (posix_spawn: starting iptables does
+ * not fork the agent, which costs 6 ms or more per command from an agent-sized process;
+ * docs/spawn.md): no shell, the agent's environment with `LC_ALL=C` so messages read the same
+ * everywhere, stdin /dev/null unless `input` is given, output kept whole, SIGKILL at the timeout
+ * ("timed out after N ms") or on abort ("cancelled"). The timeout, abort and how a process ended
+ * are @allocnet/spawn's, the same for plugins and `ip netns`.
+ */
+export function createSpawnExec(): CommandExec {
   return {
     run(spec: CommandSpec): Promise<CommandResult> {
       return runProcess({

@@ -1,5 +1,6 @@
 export { createIptables } from './iptables.js';
-export type { CallOptions, Iptables, IptablesOptions } from './iptables.js';
+export type { Iptables, IptablesOptions } from './iptables.js';
+export type { CallOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';
 export type { BatchOp, RestoreBlock, RestoreInput } from './batch.js';
 export { IptablesError, isIptablesError } from './errors.js';
@@ -10,6 +11,7 @@ export type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
 export { displayArgs, formatArg, formatArgs, splitArgs } from './quote.js';
 export { TABLES } from './validate.js';
 export type { Family, Table } from './validate.js';
-export { createSpawnRunner } from './exec.js';
-export { silentLogger } from './runner.js';
-export type { CommandResult, CommandRunner, CommandSpec, Logger } from './runner.js';
+export { createSpawnExec } from './exec.js';
+export type { CommandExec, CommandResult, CommandSpec } from './exec.js';
+export { silentLogger } from './logger.js';
+export type { Logger } from './logger.js';

@@ -1,10 +1,14 @@
+// `Iptables` through `createIptables` against the recording exec: exact argv, stdin and error
+// messages for every method, restore's put-back of a multi-table batch included. It reads better
+// whole than split by module (iptables, commands, restore): every test goes through the facade
+// with the one `setup` below. The parsers and the rollback are tested beside their modules.
 import { createBatch } from './batch.js';
 import { isIptablesError } from './errors.js';
 import type { IptablesError } from './errors.js';
 import { createIptables } from './iptables.js';
 import type { IptablesOptions } from './iptables.js';
-import type { Logger } from './runner.js';
-import { createRecordingRunner, exit, ok } from './testing/index.js';
+import type { Logger } from './logger.js';
+import { createRecordingExec, exit, ok } from './testing/index.js';
 
 const COMMENT = 'name: "nomad" id: "6b235529-8111-4bbe-520b-d639b1d2a94e"';
 const MASQ = [
@@ -18,9 +22,9 @@ const MASQ = [
   'CNI-50e58ea77dc52e0c731e3799',
 ];
 
-function setup(options: Omit<IptablesOptions, 'runner'> = {}) {
-  const runner = createRecordingRunner();
-  return { runner, ipt: createIptables({ ...options, runner }) };
+function setup(options: Omit<IptablesOptions, 'exec'> = {}) {
+  const exec = createRecordingExec();
+  return { exec, ipt: createIptables({ ...options, exec }) };
 }
 
 async function caught(promise: Promise<unknown>): Promise<IptablesError> {
@@ -35,7 +39,7 @@ async function caught(promise: Promise<unknown>): Promise<IptablesError> {
 
 describe('argv', () => {
   it('runs each command with --wait and the table, rule spec as separate arguments', async () => {
-    const { runner, ipt } = setup();
+    const { exec, ipt } = setup();
     await ipt.append('nat', 'POSTROUTING', MASQ);
     await ipt.insert('filter', 'FORWARD', ['-j', 'CNI-FORWARD'], { position: 2 });
     await ipt.insert('filter', 'FORWARD', ['-j', 'CNI-FORWARD']);
@@ -43,7 +47,7 @@ describe('argv', () => {
     await ipt.newChain('filter', 'NOMAD-ADMIN');
     await ipt.clearChain('filter', 'NOMAD-ADMIN');
     await ipt.deleteChain('filter', 'NOMAD-ADMIN');
-    expect(runner.calls.map((c) => c.argv)).toEqual([
+    expect(exec.calls.map((c) => c.argv)).toEqual([
       ['iptables', '--wait', '-t', 'nat', '-A', 'POSTROUTING', ...MASQ],
       ['iptables', '--wait', '-t', 'filter', '-I', 'FORWARD', '2', '-j', 'CNI-FORWARD'],
       ['iptables', '--wait', '-t', 'filter', '-I', 'FORWARD', '-j', 'CNI-FORWARD'],
@@ -52,15 +56,15 @@ describe('argv', () => {
       ['iptables', '--wait', '-t', 'filter', '-F', 'NOMAD-ADMIN'],
       ['iptables', '--wait', '-t', 'filter', '-X', 'NOMAD-ADMIN'],
     ]);
-    expect(runner.calls.every((c) => c.input === undefined)).toBe(true);
+    expect(exec.calls.every((c) => c.input === undefined)).toBe(true);
   });
 
   it('uses ip6tables for ipv6, nsenter for a netns name, and a bounded --wait when asked', async () => {
-    const { runner, ipt } = setup({ family: 'ipv6', netns: 'node-1', waitSeconds: 5 });
+    const { exec, ipt } = setup({ family: 'ipv6', netns: 'node-1', waitSeconds: 5 });
     expect(ipt.netns).toBe('/run/netns/node-1');
     await ipt.append('nat', 'POSTROUTING', ['-s', 'fd00::2/128', '-j', 'MASQUERADE']);
     await ipt.save({ table: 'nat' });
-    expect(runner.calls.map((c) => c.argv)).toEqual([
+    expect(exec.calls.map((c) => c.argv)).toEqual([
       [
         'nsenter',
         '--net=/run/netns/node-1',
@@ -82,9 +86,9 @@ describe('argv', () => {
   });
 
   it('takes a netns path as it is', async () => {
-    const { runner, ipt } = setup({ netns: '/proc/4242/ns/net' });
+    const { exec, ipt } = setup({ netns: '/proc/4242/ns/net' });
     await ipt.listRules('nat', 'POSTROUTING');
-    expect(runner.calls[0]?.argv).toEqual([
+    expect(exec.calls[0]?.argv).toEqual([
       'nsenter',
       '--net=/proc/4242/ns/net',
       '--',
@@ -100,14 +104,11 @@ describe('argv', () => {
 
 describe('queries', () => {
   it('ruleExists is true on exit 0 and false on "Bad rule", and uses -C', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
-      ok(),
-      exit(1, 'iptables: Bad rule (does a matching rule exist in that chain?).\n'),
-    );
+    const { exec, ipt } = setup();
+    exec.reply(ok(), exit(1, 'iptables: Bad rule (does a matching rule exist in that chain?).\n'));
     await expect(ipt.ruleExists('nat', 'POSTROUTING', MASQ)).resolves.toBe(true);
     await expect(ipt.ruleExists('nat', 'POSTROUTING', MASQ)).resolves.toBe(false);
-    expect(runner.calls[0]?.argv).toEqual([
+    expect(exec.calls[0]?.argv).toEqual([
       'iptables',
       '--wait',
       '-t',
@@ -119,8 +120,8 @@ describe('queries', () => {
   });
 
   it('ruleExists throws when iptables refuses the rule itself', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(exit(2, 'iptables v1.8.9 (nf_tables): unknown option "--bogus"\n'));
+    const { exec, ipt } = setup();
+    exec.reply(exit(2, 'iptables v1.8.9 (nf_tables): unknown option "--bogus"\n'));
     const error = await caught(ipt.ruleExists('filter', 'INPUT', ['--bogus']));
     expect(error.code).toBe('bad-rule');
     expect(error.message).toBe(
@@ -129,8 +130,8 @@ describe('queries', () => {
   });
 
   it('chainExists asks for at most one rule and reads iptables-nft\'s "incompatible" answer as missing', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
+    const { exec, ipt } = setup();
+    exec.reply(
       ok('-N CNI-X\n'),
       exit(
         1,
@@ -139,16 +140,16 @@ describe('queries', () => {
     );
     await expect(ipt.chainExists('filter', 'CNI-X')).resolves.toBe(true);
     await expect(ipt.chainExists('filter', 'NOPE')).resolves.toBe(false);
-    expect(runner.calls.map((c) => c.argv)).toEqual([
+    expect(exec.calls.map((c) => c.argv)).toEqual([
       ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-X', '1'],
       ['iptables', '--wait', '-t', 'filter', '-S', 'NOPE', '1'],
     ]);
   });
 
   it('listChains and listRules parse -S output', async () => {
-    const { runner, ipt } = setup();
+    const { exec, ipt } = setup();
     const listing = `-P POSTROUTING ACCEPT\n-N CNI-X\n-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"6b235529-8111-4bbe-520b-d639b1d2a94e\\"" -j CNI-50e58ea77dc52e0c731e3799\n`;
-    runner.reply(ok(listing), ok(listing));
+    exec.reply(ok(listing), ok(listing));
     expect(await ipt.listChains('nat')).toEqual([
       { name: 'POSTROUTING', policy: 'ACCEPT' },
       { name: 'CNI-X', policy: undefined },
@@ -157,24 +158,24 @@ describe('queries', () => {
     expect(rules.map((r) => [r.chain, r.spec, r.comment])).toEqual([
       ['POSTROUTING', MASQ, COMMENT],
     ]);
-    expect(runner.calls.map((c) => c.argv)).toEqual([
+    expect(exec.calls.map((c) => c.argv)).toEqual([
       ['iptables', '--wait', '-t', 'nat', '-S'],
       ['iptables', '--wait', '-t', 'nat', '-S', 'POSTROUTING'],
     ]);
   });
 
   it('save parses every table', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
+    const { exec, ipt } = setup();
+    exec.reply(
       ok('*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'),
     );
     expect((await ipt.save()).map((t) => t.name)).toEqual(['filter', 'nat']);
-    expect(runner.calls[0]?.argv).toEqual(['iptables-save']);
+    expect(exec.calls[0]?.argv).toEqual(['iptables-save']);
   });
 
   it('save reports output it cannot read as a parse error naming the command', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(ok('*nat\n-A X -j ACCEPT\n'));
+    const { exec, ipt } = setup();
+    exec.reply(ok('*nat\n-A X -j ACCEPT\n'));
     const error = await caught(ipt.save({ table: 'nat' }));
     expect(error.code).toBe('parse');
     expect(error.message).toBe(
@@ -209,8 +210,8 @@ describe('errors', () => {
     ['something new', 2, 'bad-rule'],
     ['something new', 1, 'unknown'],
   ] as const)('classifies %j (exit %i) as %s', async (stderr, status, code) => {
-    const { runner, ipt } = setup();
-    runner.reply(exit(status, `${stderr}\n`));
+    const { exec, ipt } = setup();
+    exec.reply(exit(status, `${stderr}\n`));
     const error = await caught(ipt.newChain('filter', 'X'));
     expect(error.code).toBe(code);
     expect(error.exitCode).toBe(status);
@@ -219,8 +220,8 @@ describe('errors', () => {
   });
 
   it('starts the message with the command, names the netns, and says "no error message" for silent failures', async () => {
-    const { runner, ipt } = setup({ netns: 'n1' });
-    runner.reply(exit(1, ''));
+    const { exec, ipt } = setup({ netns: 'n1' });
+    exec.reply(exit(1, ''));
     const error = await caught(ipt.delete('nat', 'POSTROUTING', MASQ));
     expect(error.message).toBe(
       `iptables --wait -t nat -D POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"6b235529-8111-4bbe-520b-d639b1d2a94e\\"" -j CNI-50e58ea77dc52e0c731e3799 (in netns /run/netns/n1) failed (exit status 1): no error message`,
@@ -228,8 +229,8 @@ describe('errors', () => {
   });
 
   it('reports processes that did not run', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
+    const { exec, ipt } = setup();
+    exec.reply(
       { kind: 'failed', reason: 'spawn', message: 'spawn iptables ENOENT', stdout: '', stderr: '' },
       {
         kind: 'failed',
@@ -295,7 +296,7 @@ describe('errors', () => {
 
 describe('restore', () => {
   it('sends one iptables-restore --noflush with every op, grouped per table, and quotes like iptables-save', async () => {
-    const { runner, ipt } = setup();
+    const { exec, ipt } = setup();
     const batch = createBatch()
       .newChain('nat', 'CNI-50e58ea77dc52e0c731e3799')
       .append('nat', 'POSTROUTING', MASQ)
@@ -303,14 +304,14 @@ describe('restore', () => {
       .delete('nat', 'CNI-X', ['-j', 'MASQUERADE'])
       .clearChain('nat', 'CNI-X')
       .deleteChain('nat', 'CNI-X');
-    runner.reply(ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'), ok('*filter\nCOMMIT\n'), ok());
+    exec.reply(ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'), ok('*filter\nCOMMIT\n'), ok());
     await ipt.restore(batch);
-    expect(runner.calls.map((c) => c.argv)).toEqual([
+    expect(exec.calls.map((c) => c.argv)).toEqual([
       ['iptables-save', '-t', 'nat'],
       ['iptables-save', '-t', 'filter'],
       ['iptables-restore', '--noflush', '--wait'],
     ]);
-    expect(runner.calls[2]?.input).toBe(
+    expect(exec.calls[2]?.input).toBe(
       [
         '*nat',
         '-N CNI-50e58ea77dc52e0c731e3799',
@@ -328,16 +329,16 @@ describe('restore', () => {
   });
 
   it('takes no snapshot for a one-table batch and does nothing for an empty one', async () => {
-    const { runner, ipt } = setup();
+    const { exec, ipt } = setup();
     await ipt.restore(createBatch());
     await ipt.restore(createBatch().deleteChain('nat', 'CNI-X'));
-    expect(runner.calls.map((c) => c.argv)).toEqual([['iptables-restore', '--noflush', '--wait']]);
-    expect(runner.calls[0]?.input).toBe('*nat\n-X CNI-X\nCOMMIT\n');
+    expect(exec.calls.map((c) => c.argv)).toEqual([['iptables-restore', '--noflush', '--wait']]);
+    expect(exec.calls[0]?.input).toBe('*nat\n-X CNI-X\nCOMMIT\n');
   });
 
   it('names the line and op iptables-restore blamed', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
+    const { exec, ipt } = setup();
+    exec.reply(
       exit(
         4,
         'iptables-restore v1.8.9 (nf_tables): \nline 3: CHAIN_DEL failed (Device or resource busy): chain CNI-X\n',
@@ -355,11 +356,11 @@ describe('restore', () => {
   it('puts back a table that committed before a later table failed, then reports the failure', async () => {
     const logged: string[] = [];
     const logger: Logger = { debug: () => undefined, warn: (m) => logged.push(m) };
-    const { runner, ipt } = setup({ logger });
+    const { exec, ipt } = setup({ logger });
     const before = '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j OLD\nCOMMIT\n';
     const after =
       '*filter\n:FORWARD ACCEPT [0:0]\n:TESTA - [0:0]\n-A FORWARD -j TESTA\n-A FORWARD -j OLD\nCOMMIT\n';
-    runner.reply(
+    exec.reply(
       ok(before),
       ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'),
       exit(
@@ -376,24 +377,22 @@ describe('restore', () => {
     const error = await caught(ipt.restore(batch));
     expect(error).toMatchObject({ code: 'not-found', line: 6 });
     expect(error.message).toContain('at line 6 (-t nat -D POSTROUTING -s 9.9.9.9/32 -j ACCEPT)');
-    expect(runner.calls.map((c) => c.argv)).toEqual([
+    expect(exec.calls.map((c) => c.argv)).toEqual([
       ['iptables-save', '-t', 'filter'],
       ['iptables-save', '-t', 'nat'],
       ['iptables-restore', '--noflush', '--wait'],
       ['iptables-save', '-t', 'filter'],
       ['iptables-restore', '--noflush', '--wait'],
     ]);
-    expect(runner.calls[4]?.input).toBe(
-      '*filter\n-D FORWARD -j TESTA\n-F TESTA\n-X TESTA\nCOMMIT\n',
-    );
+    expect(exec.calls[4]?.input).toBe('*filter\n-D FORWARD -j TESTA\n-F TESTA\n-X TESTA\nCOMMIT\n');
     expect(logged).toEqual([
       'iptables-restore failed after a table committed; putting the table back',
     ]);
   });
 
   it('does not touch an earlier table when the failure is in the first one', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
+    const { exec, ipt } = setup();
+    exec.reply(
       ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
       ok('*nat\nCOMMIT\n'),
       exit(1, 'iptables-restore: line 2 failed: Chain already exists.\n'),
@@ -402,12 +401,12 @@ describe('restore', () => {
       ipt.restore(createBatch().newChain('filter', 'A').newChain('nat', 'B')),
     );
     expect(error.code).toBe('already-exists');
-    expect(runner.calls).toHaveLength(3);
+    expect(exec.calls).toHaveLength(3);
   });
 
   it('says so when putting a table back fails too', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
+    const { exec, ipt } = setup();
+    exec.reply(
       ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
       ok('*nat\nCOMMIT\n'),
       exit(1, 'iptables-restore: line 5 failed: Chain already exists.\n'),
@@ -424,9 +423,9 @@ describe('restore', () => {
   });
 
   it('after an abort, puts back every table, the last one too, even though the signal is aborted', async () => {
-    const { runner, ipt } = setup();
+    const { exec, ipt } = setup();
     const controller = new AbortController();
-    runner.reply(
+    exec.reply(
       ok('*filter\n:FORWARD ACCEPT [0:0]\nCOMMIT\n'),
       ok('*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'),
       () => {
@@ -442,7 +441,7 @@ describe('restore', () => {
       code: 'aborted',
       message: 'iptables-restore --noflush --wait failed: cancelled',
     });
-    expect(runner.calls.slice(3).map((c) => [c.argv.join(' '), c.input])).toEqual([
+    expect(exec.calls.slice(3).map((c) => [c.argv.join(' '), c.input])).toEqual([
       ['iptables-save -t filter', undefined],
       ['iptables-save -t nat', undefined],
       ['iptables-restore --noflush --wait', '*filter\n-F A\n-X A\nCOMMIT\n'],
@@ -451,14 +450,14 @@ describe('restore', () => {
   });
 
   it('clearAndDeleteChain is one transaction and false when the chain is gone', async () => {
-    const { runner, ipt } = setup();
-    runner.reply(
+    const { exec, ipt } = setup();
+    exec.reply(
       ok(),
       exit(1, 'iptables-restore: line 2 failed: No chain/target/match by that name.\n'),
     );
     await expect(ipt.clearAndDeleteChain('nat', 'CNI-X')).resolves.toBe(true);
     await expect(ipt.clearAndDeleteChain('nat', 'CNI-X')).resolves.toBe(false);
-    expect(runner.calls.map((c) => c.input)).toEqual([
+    expect(exec.calls.map((c) => c.input)).toEqual([
       '*nat\n-F CNI-X\n-X CNI-X\nCOMMIT\n',
       '*nat\n-F CNI-X\n-X CNI-X\nCOMMIT\n',
     ]);

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as Koffi from 'koffi';
+import { SpawnError, errnoName } from './errors.js';
 
 /**
  * The few glibc functions `posix_spawn` needs, bound through koffi (an FFI library that ships
@@ -42,6 +43,8 @@ export const O_RDONLY = 0;
 export const WNOHANG = 1;
 export const POSIX_SPAWN_SETSIGDEF = 0x04;
 export const POSIX_SPAWN_SETSIGMASK = 0x08;
+/** glibc 2.26 and later: the child calls setsid(), as node:child_process's `detached` does. */
+export const POSIX_SPAWN_SETSID = 0x80;
 
 /** Loads the bindings; throws when koffi or glibc is not there (musl, another OS). */
 export function loadLibc(): Libc {
@@ -93,4 +96,78 @@ export function loadLibc(): Libc {
     waitpid: fn('int waitpid(int pid, _Out_ int *status, int options)') as Libc['waitpid'],
     errno: () => koffi.errno(),
   };
+}
+
+/** What `spawnFile` starts: the file, its argv and environment, and its descriptors 0, 1, 2. */
+export interface SpawnRequest {
+  /** As given: argv[0], and the name in errors. */
+  readonly file: string;
+  /** The file to execute (`file` looked up in PATH). */
+  readonly path: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /**
+   * The child's descriptor 0 (`undefined`: /dev/null), 1 and 2: each is dup2'd onto its place.
+   * Passing 1 for 1 (or 2 for 2) hands down this process's own: dup2 of a descriptor onto itself
+   * clears its O_CLOEXEC in posix_spawn (glibc 2.29 and later), so it survives the exec.
+   */
+  readonly stdio: readonly [number | undefined, number, number];
+  /** A new session and process group (setsid). */
+  readonly newSession: boolean;
+}
+
+/** Signal sets made once: none (the mask) and every signal 1-64 (set to default). */
+export interface SignalSets {
+  readonly none: Buffer;
+  readonly all: Buffer;
+}
+
+/**
+ * posix_spawn itself: the descriptors the child gets as 0, 1, 2, a clean signal state. Returns the
+ * pid; throws a `SpawnError` when the process did not start.
+ */
+export function spawnFile(libc: Libc, sets: SignalSets, request: SpawnRequest): number {
+  const fa = Buffer.alloc(FILE_ACTIONS_BYTES);
+  const attr = Buffer.alloc(ATTR_BYTES);
+  const check = (rc: number, what: string) => {
+    if (rc !== 0) throw new SpawnError(request.file, errnoName(rc), what);
+  };
+  const [stdinFd, stdoutFd, stderrFd] = request.stdio;
+  check(libc.fileActionsInit(fa), 'posix_spawn_file_actions_init');
+  try {
+    check(libc.attrInit(attr), 'posix_spawnattr_init');
+    try {
+      check(
+        stdinFd === undefined
+          ? libc.fileActionsAddOpen(fa, 0, '/dev/null', O_RDONLY, 0)
+          : libc.fileActionsAddDup2(fa, stdinFd, 0),
+        'stdin',
+      );
+      check(libc.fileActionsAddDup2(fa, stdoutFd, 1), 'stdout');
+      check(libc.fileActionsAddDup2(fa, stderrFd, 2), 'stderr');
+      // Only 0, 1 and 2 reach the child, whatever else this process holds open.
+      if (libc.fileActionsAddCloseFrom !== undefined)
+        check(libc.fileActionsAddCloseFrom(fa, 3), 'closefrom');
+      // Node ignores SIGPIPE and libuv's threads block signals; an exec keeps ignored signals
+      // and the mask, so the child gets every signal at its default and none blocked.
+      const flags =
+        POSIX_SPAWN_SETSIGDEF |
+        POSIX_SPAWN_SETSIGMASK |
+        (request.newSession ? POSIX_SPAWN_SETSID : 0);
+      check(libc.attrSetFlags(attr, flags), 'posix_spawnattr_setflags');
+      check(libc.attrSetSigMask(attr, sets.none), 'posix_spawnattr_setsigmask');
+      check(libc.attrSetSigDefault(attr, sets.all), 'posix_spawnattr_setsigdefault');
+      const argv = [request.file, ...request.args, null];
+      const envp = [...Object.entries(request.env).map(([k, v]) => `${k}=${v}`), null];
+      const pid = [0];
+      // glibc reports a failed exec (ENOENT, EACCES, ETXTBSY…) here and reaps that child itself.
+      const rc = libc.posixSpawn(pid, request.path, fa, attr, argv, envp);
+      if (rc !== 0) throw new SpawnError(request.file, errnoName(rc));
+      return pid[0] ?? 0;
+    } finally {
+      libc.attrDestroy(attr);
+    }
+  } finally {
+    libc.fileActionsDestroy(fa);
+  }
 }

@@ -3,22 +3,12 @@ import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { getSystemErrorMap } from 'node:util';
 import { isMainThread } from 'node:worker_threads';
 import { PassThrough, Writable } from 'node:stream';
 import type { Readable } from 'node:stream';
-import {
-  ATTR_BYTES,
-  FILE_ACTIONS_BYTES,
-  O_CLOEXEC,
-  O_RDONLY,
-  POSIX_SPAWN_SETSIGDEF,
-  POSIX_SPAWN_SETSIGMASK,
-  SIGSET_BYTES,
-  WNOHANG,
-  loadLibc,
-} from './libc.js';
-import type { Libc } from './libc.js';
+import { SpawnError, errnoName, isSpawnError, systemMessage } from './errors.js';
+import { O_CLOEXEC, SIGSET_BYTES, WNOHANG, loadLibc, spawnFile } from './libc.js';
+import type { Libc, SignalSets } from './libc.js';
 
 /**
  * How a process is started. `posix_spawn` (glibc's, which clones with CLONE_VM|CLONE_VFORK) costs
@@ -37,6 +27,19 @@ export interface SpawnOptions {
   readonly env: Readonly<Record<string, string>>;
   /** `pipe` (default): `stdin` is writable. `ignore`: the child reads /dev/null. */
   readonly stdin?: 'pipe' | 'ignore';
+  /**
+   * `pipe` (default): read it from `stdout`. `inherit`: the child writes to this process's own
+   * stdout, and `stdout` here is an empty stream that has ended.
+   */
+  readonly stdout?: 'pipe' | 'inherit';
+  /** As `stdout`, for stderr. */
+  readonly stderr?: 'pipe' | 'inherit';
+  /**
+   * Start it in a new session and process group (setsid), as node:child_process's `detached`
+   * does: a Ctrl-C on the terminal (SIGINT to the foreground group) then does not reach it.
+   * Default false.
+   */
+  readonly detached?: boolean;
   /** Default: `posix_spawn` where it can be loaded (glibc), else `child_process`. */
   readonly method?: SpawnMethod;
 }
@@ -53,6 +56,7 @@ export interface SpawnedChild {
   readonly method: SpawnMethod;
   /** `null` with `stdin: 'ignore'`. A write after the child exits fails with EPIPE. */
   readonly stdin: Writable | null;
+  /** Empty and ended with `stdout: 'inherit'` (and `stderr: 'inherit'`). */
   readonly stdout: Readable;
   readonly stderr: Readable;
   /**
@@ -65,35 +69,9 @@ export interface SpawnedChild {
   kill(signal?: NodeJS.Signals): boolean;
 }
 
-/** A process that could not be started. `code` is the errno name (ENOENT, EACCES, ETXTBSY…). */
-export class SpawnError extends Error {
-  override readonly name = 'SpawnError';
-  readonly code: string;
-  readonly file: string;
-
-  /** `detail` defaults to the system's text for `code` ("no such file or directory"). */
-  constructor(file: string, code: string, detail?: string, options?: ErrorOptions) {
-    super(`spawn ${file} ${code}: ${detail ?? systemMessage(code)}`, options);
-    this.code = code;
-    this.file = file;
-  }
-}
-
-export function isSpawnError(error: unknown): error is SpawnError {
-  return error instanceof Error && error.name === 'SpawnError' && 'code' in error;
-}
-
-const systemMessages = new Map<string, string>(
-  [...getSystemErrorMap().values()].map(([name, message]) => [name, message]),
-);
-const systemMessage = (code: string) => systemMessages.get(code) ?? code;
-const errnoNames = new Map<number, string>(
-  Object.entries(osConstants.errno).map(([name, value]) => [value, name]),
-);
 const signalNames = new Map<number, NodeJS.Signals>(
   Object.entries(osConstants.signals).map(([name, value]) => [value, name as NodeJS.Signals]),
 );
-const errnoName = (errno: number) => errnoNames.get(errno) ?? `errno ${errno}`;
 const EINTR = osConstants.errno.EINTR;
 const DEFAULT_PATH = '/usr/bin:/bin';
 /**
@@ -153,8 +131,7 @@ class Reaper {
 interface PosixSpawner {
   readonly libc: Libc;
   readonly reaper: Reaper;
-  readonly emptySet: Buffer;
-  readonly fullSet: Buffer;
+  readonly signals: SignalSets;
 }
 
 let spawner: PosixSpawner | null | undefined;
@@ -172,7 +149,7 @@ function posixSpawner(): PosixSpawner | null {
     // Every signal 1-64, bit (n - 1). Not sigfillset: it leaves out glibc's internal signals 32
     // and 33, which posix_spawn then sets to SIG_IGN in the child, and an exec keeps that.
     fullSet.fill(0xff, 0, 8);
-    spawner = { libc, reaper: new Reaper(libc), emptySet, fullSet };
+    spawner = { libc, reaper: new Reaper(libc), signals: { none: emptySet, all: fullSet } };
   } catch {
     // koffi has no binary for this platform, or there is no glibc: child_process still works.
     spawner = null;
@@ -239,14 +216,22 @@ function posixSpawn(posix: PosixSpawner, options: SpawnOptions): SpawnedChild {
   };
   let pid: number;
   let input: [number, number] | undefined;
-  let output: [number, number];
-  let errors: [number, number];
+  let output: [number, number] | undefined;
+  let errors: [number, number] | undefined;
   try {
     const path = resolveFile(options.file, options.env);
     input = options.stdin === 'ignore' ? undefined : pipe();
-    output = pipe();
-    errors = pipe();
-    pid = startProcess(posix, options, path, input?.[0], output[1], errors[1]);
+    output = options.stdout === 'inherit' ? undefined : pipe();
+    errors = options.stderr === 'inherit' ? undefined : pipe();
+    pid = spawnFile(libc, posix.signals, {
+      file: options.file,
+      path,
+      args: options.args ?? [],
+      env: options.env,
+      // An inherited descriptor is our own 1 or 2, dup2'd onto itself.
+      stdio: [input?.[0], output?.[1] ?? 1, errors?.[1] ?? 2],
+      newSession: options.detached === true,
+    });
   } catch (error) {
     closeAll(opened);
     return notStarted(
@@ -255,15 +240,17 @@ function posixSpawn(posix: PosixSpawner, options: SpawnOptions): SpawnedChild {
     );
   }
   // The child has its own copies now; ours of its ends would hide its EOF from us.
-  closeAll([input?.[0], output[1], errors[1]].filter((fd) => fd !== undefined));
+  closeAll([input?.[0], output?.[1], errors?.[1]].filter((fd) => fd !== undefined));
 
-  const stdout = new Socket({ fd: output[0], readable: true, writable: false });
-  const stderr = new Socket({ fd: errors[0], readable: true, writable: false });
+  const reading = (pair: [number, number] | undefined) =>
+    pair === undefined ? undefined : new Socket({ fd: pair[0], readable: true, writable: false });
+  const stdoutPipe = reading(output);
+  const stderrPipe = reading(errors);
   const stdin =
     input === undefined ? null : new Socket({ fd: input[1], readable: false, writable: true });
 
   let status: number | undefined | null = null; // null: not reaped yet
-  let streamsOpen = 2;
+  let streamsOpen = (stdoutPipe === undefined ? 0 : 1) + (stderrPipe === undefined ? 0 : 1);
   let settle: () => void = () => undefined;
   const closed = new Promise<ChildExit>((resolve, reject) => {
     settle = () => {
@@ -290,15 +277,15 @@ function posixSpawn(posix: PosixSpawner, options: SpawnOptions): SpawnedChild {
     if (streamsOpen === 0) posix.reaper.sweep();
     settle();
   };
-  stdout.once('close', streamEnded);
-  stderr.once('close', streamEnded);
+  stdoutPipe?.once('close', streamEnded);
+  stderrPipe?.once('close', streamEnded);
 
   return {
     pid,
     method: 'posix_spawn',
     stdin,
-    stdout,
-    stderr,
+    stdout: stdoutPipe ?? endedStream(),
+    stderr: stderrPipe ?? endedStream(),
     closed,
     kill(signal = 'SIGTERM') {
       if (!posix.reaper.has(pid)) return false;
@@ -308,59 +295,6 @@ function posixSpawn(posix: PosixSpawner, options: SpawnOptions): SpawnedChild {
   };
 }
 
-/** posix_spawn itself: the descriptors the child gets as 0, 1, 2, a clean signal state. */
-function startProcess(
-  posix: PosixSpawner,
-  options: SpawnOptions,
-  path: string,
-  stdinFd: number | undefined,
-  stdoutFd: number,
-  stderrFd: number,
-): number {
-  const { libc } = posix;
-  const fa = Buffer.alloc(FILE_ACTIONS_BYTES);
-  const attr = Buffer.alloc(ATTR_BYTES);
-  const check = (rc: number, what: string) => {
-    if (rc !== 0) throw new SpawnError(options.file, errnoName(rc), what);
-  };
-  check(libc.fileActionsInit(fa), 'posix_spawn_file_actions_init');
-  try {
-    check(libc.attrInit(attr), 'posix_spawnattr_init');
-    try {
-      check(
-        stdinFd === undefined
-          ? libc.fileActionsAddOpen(fa, 0, '/dev/null', O_RDONLY, 0)
-          : libc.fileActionsAddDup2(fa, stdinFd, 0),
-        'stdin',
-      );
-      check(libc.fileActionsAddDup2(fa, stdoutFd, 1), 'stdout');
-      check(libc.fileActionsAddDup2(fa, stderrFd, 2), 'stderr');
-      // Only 0, 1 and 2 reach the child, whatever else this process holds open.
-      if (libc.fileActionsAddCloseFrom !== undefined)
-        check(libc.fileActionsAddCloseFrom(fa, 3), 'closefrom');
-      // Node ignores SIGPIPE and libuv's threads block signals; an exec keeps ignored signals
-      // and the mask, so the child gets every signal at its default and none blocked.
-      check(
-        libc.attrSetFlags(attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK),
-        'posix_spawnattr_setflags',
-      );
-      check(libc.attrSetSigMask(attr, posix.emptySet), 'posix_spawnattr_setsigmask');
-      check(libc.attrSetSigDefault(attr, posix.fullSet), 'posix_spawnattr_setsigdefault');
-      const argv = [options.file, ...(options.args ?? []), null];
-      const envp = [...Object.entries(options.env).map(([k, v]) => `${k}=${v}`), null];
-      const pid = [0];
-      // glibc reports a failed exec (ENOENT, EACCES, ETXTBSY…) here and reaps that child itself.
-      const rc = libc.posixSpawn(pid, path, fa, attr, argv, envp);
-      if (rc !== 0) throw new SpawnError(options.file, errnoName(rc));
-      return pid[0] ?? 0;
-    } finally {
-      libc.attrDestroy(attr);
-    }
-  } finally {
-    libc.fileActionsDestroy(fa);
-  }
-}
-
 /** waitpid's status word: exited with a code, or killed by a signal. */
 function decodeStatus(status: number): ChildExit {
   const signal = status & 0x7f;
@@ -368,12 +302,14 @@ function decodeStatus(status: number): ChildExit {
   return { code: null, signal: signalNames.get(signal) ?? 'SIGKILL' };
 }
 
+/** What a child that writes elsewhere (or never started) gives to read: nothing, ended. */
+function endedStream(): Readable {
+  const stream = new PassThrough();
+  stream.end();
+  return stream;
+}
+
 function notStarted(options: SpawnOptions, error: SpawnError): SpawnedChild {
-  const ended = () => {
-    const stream = new PassThrough();
-    stream.end();
-    return stream;
-  };
   const closed = Promise.reject(error);
   // The caller learns of it from `closed`; this only keeps an unobserved rejection quiet.
   closed.catch(() => undefined);
@@ -388,8 +324,8 @@ function notStarted(options: SpawnOptions, error: SpawnError): SpawnedChild {
               callback();
             },
           }),
-    stdout: ended(),
-    stderr: ended(),
+    stdout: endedStream(),
+    stderr: endedStream(),
     closed,
     kill: () => false,
   };
@@ -400,7 +336,8 @@ function childProcessSpawn(options: SpawnOptions): SpawnedChild {
   try {
     child = nodeSpawn(options.file, [...(options.args ?? [])], {
       env: { ...options.env },
-      stdio: [options.stdin === 'ignore' ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: [options.stdin ?? 'pipe', options.stdout ?? 'pipe', options.stderr ?? 'pipe'],
+      detached: options.detached === true,
     });
   } catch (error) {
     // Some execve failures (ETXTBSY, EACCES) are thrown here rather than emitted.
@@ -411,9 +348,6 @@ function childProcessSpawn(options: SpawnOptions): SpawnedChild {
     );
   }
   const started = child;
-  const { stdout, stderr } = started;
-  if (stdout === null || stderr === null)
-    throw new Error('child_process gave no stdout/stderr pipe');
   let spawnError: NodeJS.ErrnoException | undefined;
   const closed = new Promise<ChildExit>((resolve, reject) => {
     started.on('error', (error: NodeJS.ErrnoException) => {
@@ -436,8 +370,9 @@ function childProcessSpawn(options: SpawnOptions): SpawnedChild {
     pid: started.pid,
     method: 'child_process',
     stdin: started.stdin,
-    stdout,
-    stderr,
+    // null where the child inherits ours.
+    stdout: started.stdout ?? endedStream(),
+    stderr: started.stderr ?? endedStream(),
     closed,
     kill: (signal = 'SIGTERM') => started.kill(signal),
   };

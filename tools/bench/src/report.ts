@@ -1,124 +1,22 @@
 // The suite's report: a markdown summary (p50/p95, ratios against the floor and the peer from the
-// same run, the goals) and PNG charts (vega-lite rendered to SVG, then to PNG with resvg).
+// same run, the goals), with the charts of charts.ts beside it.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as prettier from 'prettier';
 import { join } from 'node:path';
-import { Resvg } from '@resvg/resvg-js';
-import * as vega from 'vega';
-import { compile } from 'vega-lite';
-import type { TopLevelSpec } from 'vega-lite';
-import type { PeerPhase, PeerResult } from './contenders.js';
-import type { BenchEnvironment } from './env.js';
-import type { InnerResult, PhaseSamples } from './samples.js';
+import { latencySpec, png, scaleSpec, throughputSpec } from './charts.js';
 import { percentile } from './stats.js';
+import { CONTENDERS, median, phases, windowP50 } from './summary.js';
+import type { Contender, ConcurrentRun, ScaleRun, SequentialRun, SuiteResults } from './summary.js';
 
-export type Contender = 'floor' | 'peer' | 'allocnet-lib' | 'allocnet-agent';
-
-export interface SequentialRun {
-  readonly rep: number;
-  readonly contender: Contender;
-  readonly result: InnerResult | PeerResult;
-}
-export type ConcurrentRun = SequentialRun;
-
-export interface ScaleRun {
-  readonly live: number;
-  readonly window: number;
-  /** Setup i was made with i allocations already live. */
-  readonly setupMs: readonly number[];
-  /** Teardown i was made with live - i allocations live. */
-  readonly teardownMs: readonly number[];
-  readonly rssMiB: number;
-  readonly rssAfterRestoreMiB: number;
-  readonly cpuSecondsPerSetup: number;
-  readonly restart: {
-    readonly spawnToReadyMs: number;
-    readonly restoreMs: number;
-    readonly kept: number;
-    readonly recreated: number;
-    readonly failed: number;
-  };
-  /** The floor (each plugin exec'd directly), 10 setups and teardowns on the same node, empty and with `live` allocations. */
-  readonly floor: { readonly empty: InnerSamples; readonly full: InnerSamples };
-  /** allocnet-lib the same way on the same node, for its CHECK (what a restore runs). */
-  readonly lib?: { readonly empty: InnerSamples; readonly full: InnerSamples };
-}
-
-/** Setups, CHECKs (absent in runs before CHECK was measured) and teardowns of 10 allocations. */
-export interface InnerSamples {
-  readonly setupMs: readonly number[];
-  readonly checkMs?: readonly number[];
-  readonly teardownMs: readonly number[];
-}
-
-export interface ReapRun {
-  readonly allocs: number;
-  readonly nomadAllocs: number;
-  readonly allocnetMs: number;
-  readonly nomadMs: number;
-}
-
-export interface SuiteResults {
-  readonly command: string;
-  readonly environment: BenchEnvironment;
-  readonly plan: unknown;
-  readonly sequential: readonly SequentialRun[];
-  readonly concurrent: readonly ConcurrentRun[];
-  readonly scale: ScaleRun | undefined;
-  readonly reap: ReapRun | undefined;
-  readonly durationS: number;
-}
-
-const CONTENDERS: readonly Contender[] = ['floor', 'peer', 'allocnet-lib', 'allocnet-agent'];
-
-function isPeer(r: InnerResult | PeerResult): r is PeerResult {
-  return 'remove' in r;
-}
-
-/** p50, p95 and counts of one phase, whoever ran it. */
-interface PhaseSummary {
-  readonly p50: number;
-  readonly p95: number;
-  readonly ok: number;
-  readonly failed: number;
-  readonly retries: number;
-  readonly totalMs: number;
-}
-
-function summarizePhase(phase: PhaseSamples | PeerPhase): PhaseSummary {
-  if ('samplesMs' in phase)
-    return {
-      p50: phase.samplesMs.length === 0 ? Number.NaN : percentile(phase.samplesMs, 50),
-      p95: phase.samplesMs.length === 0 ? Number.NaN : percentile(phase.samplesMs, 95),
-      ok: phase.samplesMs.length,
-      failed: phase.failures.length,
-      retries: phase.retries,
-      totalMs: phase.totalMs,
-    };
-  return {
-    p50: phase.p50Ms,
-    p95: phase.p95Ms,
-    ok: phase.ok,
-    failed: phase.failed,
-    retries: phase.retriedOps ?? 0,
-    totalMs: phase.totalMs,
-  };
-}
-
-function phases(r: InnerResult | PeerResult): { setup: PhaseSummary; teardown: PhaseSummary } {
-  return isPeer(r)
-    ? { setup: summarizePhase(r.setup), teardown: summarizePhase(r.remove) }
-    : { setup: summarizePhase(r.setup), teardown: summarizePhase(r.teardown) };
-}
-
-function median(values: readonly number[]): number {
-  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 === 1
-    ? (v[mid] as number)
-    : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
-}
+export type {
+  ConcurrentRun,
+  Contender,
+  InnerSamples,
+  ReapRun,
+  ScaleRun,
+  SequentialRun,
+  SuiteResults,
+} from './summary.js';
 
 const f1 = (n: number) => (Number.isNaN(n) ? '–' : n.toFixed(1));
 const f2 = (n: number) => (Number.isNaN(n) ? '–' : n.toFixed(2));
@@ -162,11 +60,6 @@ function concurrentTable(runs: readonly ConcurrentRun[]) {
     };
   });
   return rows;
-}
-
-function windowP50(samples: readonly number[], from: number, to: number): number {
-  const slice = samples.slice(from, to);
-  return slice.length === 0 ? Number.NaN : percentile(slice, 50);
 }
 
 function scaleSummary(s: ScaleRun) {
@@ -362,164 +255,6 @@ export function markdown(
     );
   }
   return `${lines.join('\n')}\n`;
-}
-
-async function png(spec: TopLevelSpec, file: string): Promise<void> {
-  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
-  const svg = await view.toSVG();
-  const image = new Resvg(svg, {
-    background: 'white',
-    font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' },
-    fitTo: { mode: 'zoom', value: 2 },
-  }).render();
-  writeFileSync(file, image.asPng());
-  view.finalize();
-}
-
-const CONFIG = { font: 'DejaVu Sans', axis: { labelFontSize: 11, titleFontSize: 12 } };
-
-/**
- * A vega-lite spec built from data. vega-lite checks a spec when it compiles it (and throws on a
- * bad one); its TypeScript types are too narrow to describe specs assembled from computed parts,
- * so the one cast is here.
- */
-function spec(json: Record<string, unknown>): TopLevelSpec {
-  return json as unknown as TopLevelSpec;
-}
-
-function latencySpec(r: SuiteResults): TopLevelSpec {
-  const raw: { contender: string; phase: string; ms: number }[] = [];
-  const peer: { contender: string; phase: string; p50: number; p95: number }[] = [];
-  for (const run of r.sequential) {
-    if (isPeer(run.result)) {
-      for (const [phase, p] of [
-        ['setup', run.result.setup],
-        ['teardown', run.result.remove],
-      ] as const)
-        peer.push({ contender: 'peer', phase, p50: p.p50Ms, p95: p.p95Ms });
-    } else {
-      for (const ms of run.result.setup.samplesMs)
-        raw.push({ contender: run.contender, phase: 'setup', ms });
-      for (const ms of run.result.teardown.samplesMs)
-        raw.push({ contender: run.contender, phase: 'teardown', ms });
-    }
-  }
-  const y = { field: 'contender', type: 'nominal', sort: CONTENDERS, title: null } as const;
-  // The axis ends a little past the slowest p95, so that one slow first setup on a fresh node
-  // does not squeeze every box into a line; operations past it are drawn at the edge.
-  const panel = (phase: 'setup' | 'teardown') => {
-    const mine = raw.filter((x) => x.phase === phase).map((x) => x.ms);
-    const p95s = [
-      ...peer.filter((x) => x.phase === phase).map((x) => x.p95),
-      ...(mine.length > 0 ? [percentile(mine, 95)] : []),
-    ];
-    const max = Math.ceil((Math.max(...p95s, 1) * 1.4) / 50) * 50;
-    const x = {
-      type: 'quantitative',
-      title: `${phase} ms`,
-      scale: { domain: [0, max], clamp: true },
-    } as const;
-    return {
-      width: 640,
-      height: 130,
-      layer: [
-        {
-          data: { values: raw.filter((d) => d.phase === phase) },
-          mark: { type: 'boxplot', extent: 1.5 },
-          encoding: {
-            y,
-            x: { field: 'ms', ...x },
-            color: { field: 'contender', type: 'nominal', legend: null },
-          },
-        },
-        {
-          data: { values: peer.filter((d) => d.phase === phase) },
-          mark: { type: 'rule', strokeWidth: 2 },
-          encoding: {
-            y,
-            x: { aggregate: 'min', field: 'p50', ...x },
-            x2: { aggregate: 'max', field: 'p95' },
-          },
-        },
-        {
-          data: { values: peer.filter((d) => d.phase === phase) },
-          mark: { type: 'tick', thickness: 3, color: 'black' },
-          encoding: { y, x: { field: 'p50', ...x } },
-        },
-      ],
-    };
-  };
-  return spec({
-    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title:
-      'Latency per operation, one at a time (boxes: quartiles and 1.5 IQR whiskers of every sample; peer: its p50 per rep (ticks) to its p95)',
-    config: CONFIG,
-    vconcat: [panel('setup'), panel('teardown')],
-  });
-}
-
-function scaleSpec(s: ScaleRun): TopLevelSpec {
-  const w = s.window;
-  const values: { live: number; op: string; p50: number }[] = [];
-  for (let from = 0; from < s.live; from += w) {
-    values.push({
-      live: Math.min(from + w, s.live),
-      op: 'setup',
-      p50: windowP50(s.setupMs, from, from + w),
-    });
-    // Teardown i happens with live - i allocations live.
-    values.push({
-      live: s.live - from,
-      op: 'teardown',
-      p50: windowP50(s.teardownMs, from, from + w),
-    });
-  }
-  return spec({
-    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: `p50 per ${w} operations against live allocations (the agent, one at a time)`,
-    config: CONFIG,
-    width: 640,
-    height: 280,
-    data: { values },
-    mark: { type: 'line', point: true },
-    encoding: {
-      x: { field: 'live', type: 'quantitative', title: 'live allocations' },
-      y: { field: 'p50', type: 'quantitative', title: 'p50 ms' },
-      color: { field: 'op', type: 'nominal', title: null },
-    },
-  });
-}
-
-function throughputSpec(r: SuiteResults): TopLevelSpec {
-  return spec({
-    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: 'Concurrent setups on a fresh node: successful setups per second (each rep)',
-    config: CONFIG,
-    width: 640,
-    height: 160,
-    data: {
-      values: r.concurrent.map((run) => {
-        const s = phases(run.result).setup;
-        return { contender: run.contender, perSecond: s.ok / (s.totalMs / 1000), failed: s.failed };
-      }),
-    },
-    layer: [
-      {
-        mark: { type: 'bar', opacity: 0.35 },
-        encoding: {
-          y: { field: 'contender', type: 'nominal', sort: CONTENDERS, title: null },
-          x: { aggregate: 'median', field: 'perSecond', type: 'quantitative', title: 'setups/s' },
-        },
-      },
-      {
-        mark: { type: 'point', filled: true },
-        encoding: {
-          y: { field: 'contender', type: 'nominal', sort: CONTENDERS },
-          x: { field: 'perSecond', type: 'quantitative' },
-        },
-      },
-    ],
-  });
 }
 
 /** Writes suite.md and the charts into `out` (and docs/performance.md with its images); returns the markdown. */

@@ -2,7 +2,8 @@
 // What starting one plugin costs a Node process, by how it is started and how big the process is:
 //   posix_spawn   : @allocnet/spawn's default (glibc posix_spawn, CLONE_VM|CLONE_VFORK: no fork)
 //   child_process : node:child_process.spawn (libuv forks the whole process, then execs)
-//   execa         : execa 9 (on child_process; what @allocnet/iptables-node runs iptables with)
+//   execa         : execa 9 (on child_process; what iptables and `ip netns` ran with before
+//                   @allocnet/spawn; kept as the reference point)
 // Each sample is one whole run of a real plugin (`loopback` answering VERSION: stdin in, JSON out,
 // exit reaped), sequential, with the process holding `--ballast` MiB of touched memory (0 is a
 // fresh Node process; an agent with 1,000 allocations restored holds about 150–190 MiB, see

@@ -33,6 +33,8 @@ import { environment } from './env.js';
 import { pool } from './pool.js';
 import { writeReport } from './report.js';
 import type { ConcurrentRun, ReapRun, ScaleRun, SequentialRun, SuiteResults } from './report.js';
+import { CONTENDERS } from './summary.js';
+import type { Contender } from './summary.js';
 import type { InnerResult, PhaseSamples } from './samples.js';
 
 const { values } = parseArgs({
@@ -134,9 +136,6 @@ async function agentPhases(
   });
   return { setup, teardown };
 }
-
-type Contender = 'floor' | 'peer' | 'allocnet-lib' | 'allocnet-agent';
-const CONTENDERS: readonly Contender[] = ['floor', 'peer', 'allocnet-lib', 'allocnet-agent'];
 
 /** One contender, N allocations `width` at a time on a fresh node. */
 async function runContender(

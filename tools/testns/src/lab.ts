@@ -1,6 +1,9 @@
+// The lab's namespaces are made and removed by @allocnet/netns, the manager the runner and the
+// dev sandbox use; what only tests do (commands inside, rulesets, veths) runs here through execa.
 import { existsSync } from 'node:fs';
 import { execa } from 'execa';
-import { namespaceName, parseLinkNames, runPrefix } from './names.js';
+import { createIpNetnsManager } from '@allocnet/netns';
+import { namespaceName, runPrefix } from './names.js';
 
 export interface ExecResult {
   readonly exitCode: number;
@@ -81,19 +84,19 @@ let labCount = 0;
 export function createNetnsLab(options: { readonly prefix?: string } = {}): NetnsLab {
   const prefix = options.prefix ?? runPrefix();
   const lab = ++labCount;
+  const netns = createIpNetnsManager();
   let seq = 0;
   const made: TestNetns[] = [];
   let disposed = false;
 
   function handle(name: string, role: TestNetns['role']): TestNetns {
-    const path = `/run/netns/${name}`;
+    const path = netns.pathOf(name);
     return {
       name,
       path,
       role,
       exec: (argv, execOptions) => run(['ip', 'netns', 'exec', name, ...argv], execOptions),
-      links: async () =>
-        parseLinkNames((await run(['ip', '-n', name, '-o', 'link', 'show'])).stdout),
+      links: () => netns.links(name),
       ruleset: async () => {
         const [v4, v6] = await Promise.all(
           ['iptables-save', 'ip6tables-save'].map((save) =>
@@ -109,37 +112,29 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
     };
   }
 
-  async function add(role: TestNetns['role'], label: string): Promise<TestNetns> {
+  /** A new namespace, recorded before it exists so that a failure halfway is still cleaned up. */
+  async function add(
+    role: TestNetns['role'],
+    label: string,
+    make: (name: string) => Promise<string>,
+  ): Promise<TestNetns> {
     if (disposed) throw new Error('this lab is disposed');
     const ns = handle(namespaceName(prefix, lab, ++seq, label), role);
-    // Recorded before it exists, so that a failure halfway is still cleaned up.
     made.push(ns);
-    await run(['ip', 'netns', 'add', ns.name]);
+    await make(ns.name);
     return ns;
   }
 
   async function remove(ns: TestNetns): Promise<void> {
+    // A plain file check, not `netns.exists`: a file left by a half-made namespace goes too.
     if (!existsSync(ns.path)) return;
-    const pids = (await run(['ip', 'netns', 'pids', ns.name])).stdout
-      .split('\n')
-      .filter((p) => p !== '');
-    for (const pid of pids) {
-      try {
-        process.kill(Number(pid), 'SIGKILL');
-      } catch (error) {
-        // The process may have exited since `ip netns pids` listed it; nothing else is expected.
-        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
-      }
+    await netns.killAll(ns.name);
+    for (const link of await netns.links(ns.name)) {
+      // Deleting one end of a veth removes its peer, which may be listed here too: then it is
+      // not found, which deleteLink answers with false.
+      if (link !== 'lo') await netns.deleteLink(ns.name, link);
     }
-    for (const link of await ns.links()) {
-      if (link === 'lo') continue;
-      // Deleting one end of a veth removes its peer, which may be listed here too.
-      const result = await run(['ip', '-n', ns.name, 'link', 'del', link], { reject: false });
-      if (result.exitCode !== 0 && !/Cannot find device/.test(result.stderr)) {
-        throw new Error(`ip -n ${ns.name} link del ${link} failed: ${result.stderr.trim()}`);
-      }
-    }
-    await run(['ip', 'netns', 'del', ns.name]);
+    await netns.remove(ns.name);
     if (existsSync(ns.path))
       throw new Error(`namespace ${ns.name} is still there after ip netns del`);
   }
@@ -148,21 +143,12 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
     prefix,
     namespaces: made,
 
-    async node(label = 'node') {
-      const ns = await add('node', label);
-      await ns.exec(['ip', 'link', 'set', 'lo', 'up']);
-      await ns.exec([
-        'sysctl',
-        '-q',
-        '-w',
-        'net.ipv4.ip_forward=1',
-        'net.ipv6.conf.all.forwarding=1',
-      ]);
-      return ns;
+    node(label = 'node') {
+      return add('node', label, (name) => netns.createNode(name, { ipv6Forwarding: true }));
     },
 
     container(label = 'ctr') {
-      return add('container', label);
+      return add('container', label, (name) => netns.create(name));
     },
 
     async veth(a, aName, b, bName) {

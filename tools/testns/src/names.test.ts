@@ -1,4 +1,4 @@
-import { namespaceName, parseLinkNames, runPrefix } from './names.js';
+import { namespaceName, runPrefix } from './names.js';
 
 describe('runPrefix', () => {
   it('takes the prefix the test command set', () => {
@@ -28,17 +28,5 @@ describe('namespaceName', () => {
     expect(() => namespaceName('ant-x', 1, 1, 'Node 1')).toThrow(
       'label "Node 1" is not 1-12 of [a-z0-9]',
     );
-  });
-});
-
-describe('parseLinkNames', () => {
-  it('reads ip -o link output, dropping the @peer part', () => {
-    const output = [
-      '1: lo: <LOOPBACK> mtu 65536 qdisc noop state DOWN mode DEFAULT group default qlen 1000\\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00',
-      '4: veth1@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP',
-      '5: nomad: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500',
-      '',
-    ].join('\n');
-    expect(parseLinkNames(output)).toEqual(['lo', 'veth1', 'nomad']);
   });
 });

@@ -29,11 +29,3 @@ export function namespaceName(prefix: string, lab: number, seq: number, label: s
   if (!LABEL.test(label)) throw new Error(`label ${JSON.stringify(label)} is not 1-12 of [a-z0-9]`);
   return `${prefix}-${process.pid.toString(36)}-${lab.toString(36)}-${seq.toString(36)}-${label}`;
 }
-
-/** Link names as `ip -o link show` prints them (`2: veth0@if3: <…>`), without the `@peer` part. */
-export function parseLinkNames(output: string): string[] {
-  return output
-    .split('\n')
-    .map((line) => /^\d+:\s+([^:@\s]+)/.exec(line)?.[1])
-    .filter((name): name is string => name !== undefined);
-}

@@ -1,4 +1,4 @@
-import type { Clock } from '../runner.js';
+import type { Clock } from '../context.js';
 
 /** A clock whose time moves only when told, with timers that fire on `advance`. */
 export interface ManualClock extends Clock {

@@ -8,7 +8,7 @@ import type {
 } from '@allocnet/cni';
 import { addBridgeMasquerade } from '@allocnet/iptables-node/testing';
 import type { IptablesBatch } from '@allocnet/iptables-node';
-import { allocChains } from '../sweep.js';
+import { allocChains } from '../marks.js';
 
 /** One call the fake runtime saw. */
 export interface RuntimeCall {

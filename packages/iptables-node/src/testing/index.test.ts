@@ -1,5 +1,5 @@
 import { createBatch, formatRestoreInput } from '../batch.js';
-import { addBridgeMasquerade, bridgeChainName, createRecordingRunner, exit } from './index.js';
+import { addBridgeMasquerade, bridgeChainName, createRecordingExec, exit } from './index.js';
 
 describe('bridge plugin fixtures', () => {
   it('names the chain as the bridge plugin does (the value in Nomad and the peer baseline)', () => {
@@ -29,24 +29,24 @@ describe('bridge plugin fixtures', () => {
   });
 });
 
-describe('createRecordingRunner', () => {
+describe('createRecordingExec', () => {
   it('records argv and stdin, answers from its queue, then exit 0', async () => {
-    const runner = createRecordingRunner().reply(exit(4, 'busy\n'));
+    const exec = createRecordingExec().reply(exit(4, 'busy\n'));
     expect(
-      await runner.run({ file: 'iptables-restore', args: ['--noflush'], input: '*nat\nCOMMIT\n' }),
+      await exec.run({ file: 'iptables-restore', args: ['--noflush'], input: '*nat\nCOMMIT\n' }),
     ).toEqual({
       kind: 'exited',
       exitCode: 4,
       stdout: '',
       stderr: 'busy\n',
     });
-    expect(await runner.run({ file: 'iptables', args: ['-S'] })).toEqual({
+    expect(await exec.run({ file: 'iptables', args: ['-S'] })).toEqual({
       kind: 'exited',
       exitCode: 0,
       stdout: '',
       stderr: '',
     });
-    expect(runner.calls).toEqual([
+    expect(exec.calls).toEqual([
       {
         file: 'iptables-restore',
         args: ['--noflush'],

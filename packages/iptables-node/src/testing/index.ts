@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { IptablesBatch } from '../batch.js';
-import type { CommandResult, CommandRunner, CommandSpec } from '../runner.js';
+import type { CommandExec, CommandResult, CommandSpec } from '../exec.js';
 
-/** What the recording runner saw for one process. */
+/** What the recording exec saw for one process. */
 export interface RecordedCommand {
   readonly file: string;
   readonly args: readonly string[];
@@ -13,10 +13,10 @@ export interface RecordedCommand {
 
 export type Reply = CommandResult | ((spec: CommandSpec) => CommandResult);
 
-/** A fake `CommandRunner` that records every command and answers from a queue of replies. */
-export interface RecordingRunner extends CommandRunner {
+/** A fake `CommandExec` that records every command and answers from a queue of replies. */
+export interface RecordingExec extends CommandExec {
   readonly calls: readonly RecordedCommand[];
-  /** Queues replies, used in order; when the queue is empty the runner answers `exit 0`. */
+  /** Queues replies, used in order; when the queue is empty the exec answers `exit 0`. */
   reply(...replies: Reply[]): this;
 }
 
@@ -30,7 +30,7 @@ export function exit(exitCode: number, stderr: string, stdout = ''): CommandResu
   return { kind: 'exited', exitCode, stdout, stderr };
 }
 
-export function createRecordingRunner(): RecordingRunner {
+export function createRecordingExec(): RecordingExec {
   const calls: RecordedCommand[] = [];
   const queue: Reply[] = [];
   return {

@@ -1,0 +1,167 @@
+// AllocNetworkService: the scheduler's calls. Each decodes its request (requests.ts) and runs on
+// the runner through call.ts (signal, status, log line); setups run under the shared side of
+// the reap gate (gate.ts) and, with teardowns, feed the duration histograms.
+import * as grpc from '@grpc/grpc-js';
+import { kindOf } from '@allocnet/base';
+import { isRunnerError, specDifferences } from '@allocnet/alloc-runner';
+import type { AllocRecord, AllocRunner } from '@allocnet/alloc-runner';
+import { DEFAULT_NETWORK_NAME } from '@allocnet/cni-configurator';
+import type { CniConfigurator } from '@allocnet/cni-configurator';
+import type { AllocNetworkServiceHandlers } from '@allocnet/proto';
+import { cut, idForLog } from './call.js';
+import type { CallHandler } from './call.js';
+import { hostStateMessage, stateCounts, statusMessage } from './convert.js';
+import { AgentError, messageOf } from './errors.js';
+import {
+  decodeCheckRequest,
+  decodeEmptyRequest,
+  decodeGetRequest,
+  decodeSetupRequest,
+  decodeTeardownRequest,
+} from './requests.js';
+import type { ReapGate } from './gate.js';
+import type { AgentMetrics } from './metrics.js';
+
+export interface AllocHandlersDeps {
+  readonly runner: AllocRunner;
+  readonly configurator: CniConfigurator;
+  readonly metrics: AgentMetrics;
+  readonly gate: ReapGate;
+  readonly ignoreHostIps: boolean;
+}
+
+export function createAllocHandlers(
+  deps: AllocHandlersDeps,
+  calls: CallHandler,
+): AllocNetworkServiceHandlers {
+  const { runner, configurator, metrics, gate } = deps;
+  const { unary } = calls;
+  /** The network a request that names none gets: the embedded default's name. */
+  const defaultNetwork = () =>
+    configurator.catalog().networks.find((n) => n.source === 'default')?.name ??
+    DEFAULT_NETWORK_NAME;
+
+  const recordOf = (allocId: string): AllocRecord => {
+    const record = runner.get(allocId);
+    if (record === undefined)
+      throw new AgentError(`allocation ${JSON.stringify(allocId)} is not known to this agent`, {
+        code: 'not-found',
+      });
+    return record;
+  };
+
+  return {
+    SetupAllocNetwork: unary(
+      'setup',
+      'info',
+      async (request, { signal, fields }) => {
+        const id = idForLog(request.allocId);
+        if (id !== undefined) fields.allocId = id;
+        fields.network = request.network === '' ? defaultNetwork() : cut(request.network);
+        const spec = await decodeSetupRequest(request, {
+          catalog: () => configurator.catalog(),
+          reload: () => configurator.reload(),
+          ignoreHostIps: deps.ignoreHostIps,
+        });
+        fields.decoded = true;
+        return gate.shared(async () => {
+          const before = runner.get(spec.allocId);
+          const status = await runner.setup(spec, { signal });
+          const record = runner.get(spec.allocId);
+          // Nothing ran when an equal setup was already ready and its record did not change.
+          const already =
+            before?.phase === 'ready' &&
+            specDifferences(before.spec, spec).length === 0 &&
+            record?.updatedAtMs === before.updatedAtMs;
+          fields.attempts = already ? 0 : status.attempts;
+          fields.alreadySetUp = already;
+          fields.address = status.address;
+          return {
+            status: record === undefined ? null : statusMessage(record, defaultNetwork()),
+            alreadySetUp: already,
+          };
+        });
+      },
+      (code, seconds, fields) => {
+        const decoded = fields.decoded === true;
+        delete fields.decoded;
+        // Calls refused as bad input would only blur the histogram.
+        if (!decoded || code === grpc.status.INVALID_ARGUMENT) return;
+        const ok = code === grpc.status.OK;
+        metrics.setup(seconds, ok ? 'ok' : 'error', Math.max(0, (fields.attempts ?? 1) - 1));
+      },
+    ),
+
+    TeardownAllocNetwork: unary(
+      'teardown',
+      'info',
+      async (request, { signal, fields }) => {
+        const id = idForLog(request.allocId);
+        if (id !== undefined) fields.allocId = id;
+        const allocId = decodeTeardownRequest(request);
+        const record = runner.get(allocId);
+        if (record !== undefined)
+          fields.network = record.status?.network ?? record.spec.network ?? defaultNetwork();
+        fields.decoded = true;
+        const { known, report } = await runner.teardown(allocId, { signal });
+        fields.known = known;
+        if (report.delError !== undefined) fields.delError = report.delError;
+        const removed = stateCounts(report.removed);
+        if (Object.values(removed).some((n) => n > 0)) fields.auditRemoved = removed;
+        return {
+          wasKnown: known,
+          delRan: report.delRan,
+          delError: report.delError ?? '',
+          removed: hostStateMessage(report.removed),
+        };
+      },
+      (code, seconds, fields) => {
+        const decoded = fields.decoded === true;
+        delete fields.decoded;
+        if (!decoded || code === grpc.status.INVALID_ARGUMENT) return;
+        metrics.teardown(seconds, code === grpc.status.OK ? 'ok' : 'error');
+      },
+    ),
+
+    GetAllocNetwork: unary('get', 'debug', (request, { fields }) => {
+      const id = idForLog(request.allocId);
+      if (id !== undefined) fields.allocId = id;
+      const record = recordOf(decodeGetRequest(request));
+      return Promise.resolve({ status: statusMessage(record, defaultNetwork()) });
+    }),
+
+    ListAllocNetworks: unary('list', 'debug', (request, { fields }) => {
+      decodeEmptyRequest(request);
+      const records = runner.list();
+      fields.count = records.length;
+      const network = defaultNetwork();
+      return Promise.resolve({ allocations: records.map((r) => statusMessage(r, network)) });
+    }),
+
+    CheckAllocNetwork: unary('check', 'info', async (request, { signal, fields }) => {
+      const id = idForLog(request.allocId);
+      if (id !== undefined) fields.allocId = id;
+      const allocId = decodeCheckRequest(request);
+      let healthy = true;
+      let checkRan: boolean;
+      let problem = '';
+      try {
+        ({ ran: checkRan } = await runner.check(allocId, { signal }));
+      } catch (error) {
+        // An unhealthy network is an answer, not an error: a CHECK that found it broken, or an
+        // allocation recorded failed. A CHECK that could not run, or was aborted, is an error.
+        const broken = kindOf(error) === 'broken';
+        const failed = isRunnerError(error) && error.code === 'failed';
+        if (!broken && !failed) throw error;
+        healthy = false;
+        checkRan = broken;
+        problem = messageOf(error);
+      }
+      const record = recordOf(allocId);
+      fields.network = record.status?.network ?? record.spec.network ?? defaultNetwork();
+      fields.healthy = healthy;
+      if (!healthy) fields.problem = problem;
+      return { healthy, checkRan, problem, status: statusMessage(record, defaultNetwork()) };
+    }),
+  };
+}

@@ -1,0 +1,267 @@
+// The composition root: the one place that picks the implementations and wires them together —
+// the CNI runtime (plugin runs timed into the metrics), iptables for both families, the
+// configurator, the runner and its state store, the service handlers, the gRPC servers and the
+// metrics listener. `composeAgent` opens them in the order a start needs and registers each
+// with `opened`, so that the lifecycle (agent.ts) closes them in reverse when a later step fails.
+//
+// A setup request's path, for a reader: servers.ts (gRPC) → alloc-handlers.ts (decode, gate,
+// metrics, log line) → the runner → the configurator → the CNI runtime and iptables.
+import { mkdir } from 'node:fs/promises';
+import { createAllocRunner, isRunnerError } from '@allocnet/alloc-runner';
+import type { AllocRunner, NetnsManager } from '@allocnet/alloc-runner';
+import { createCniRuntime, createNodePluginExec, findPlugin, isCniError } from '@allocnet/cni';
+import type { CniRuntime } from '@allocnet/cni';
+import { createCniConfigurator } from '@allocnet/cni-configurator';
+import type { CniConfigurator } from '@allocnet/cni-configurator';
+import { createIptables } from '@allocnet/iptables-node';
+import type { AgentConfig } from './config.js';
+import { AgentError, messageOf } from './errors.js';
+import { createReapGate } from './gate.js';
+import { componentLogger } from './logging.js';
+import type { AgentLogger } from './logging.js';
+import { createAgentMetrics, timedPluginExec } from './metrics.js';
+import type { AgentMetrics } from './metrics.js';
+import { startMetricsServer } from './metrics-server.js';
+import type { MetricsServer } from './metrics-server.js';
+import type { OpenedParts } from './parts.js';
+import { createReloader } from './reload.js';
+import type { OperatorToken, ReloadReport } from './reload.js';
+import { readOperatorToken, readTlsFiles } from './secrets.js';
+import { startGrpcServers } from './servers.js';
+import type { GrpcServers } from './servers.js';
+import { createServiceHandlers } from './service.js';
+import type { ServiceHandlers } from './service.js';
+import { claimSocketPath } from './socket.js';
+
+/** Parts a test gives instead of the real ones. */
+export interface AgentSeams {
+  /** The configurator (then `runtime` answers GetAgentInfo's VERSION probes). */
+  readonly configurator?: CniConfigurator;
+  readonly runtime?: CniRuntime;
+  readonly netns?: NetnsManager;
+  /** Node process metrics in the registry. Default true. */
+  readonly processMetrics?: boolean;
+}
+
+export interface ComposeOptions {
+  readonly config: AgentConfig;
+  readonly logger: AgentLogger;
+  readonly version: string;
+  readonly startedAtMs: number;
+  /** Aborts the start between steps (`aborted`). */
+  readonly signal?: AbortSignal;
+  readonly reloadConfig?: () => Promise<AgentConfig>;
+  readonly seams: AgentSeams;
+  readonly opened: OpenedParts;
+  /** True once the agent stops: a call cancelled then was cut by the shutdown. */
+  readonly stopping: () => boolean;
+}
+
+/** The agent's parts, opened, restored and serving. */
+export interface ComposedAgent {
+  readonly metrics: AgentMetrics;
+  readonly runner: AllocRunner;
+  readonly configurator: CniConfigurator;
+  readonly handlers: ServiceHandlers;
+  readonly servers: GrpcServers;
+  readonly metricsServer: MetricsServer | undefined;
+  /** Whether the TCP listener speaks TLS. */
+  readonly tls: boolean;
+  readonly reload: () => Promise<ReloadReport>;
+}
+
+/** Throws `aborted` once the start's signal has aborted. */
+export function checkNotAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true)
+    throw new AgentError('the agent was stopped while it was starting', { code: 'aborted' });
+}
+
+/** Warns about plugins the catalog's networks use but the plugin dirs lack. */
+function warnMissingPlugins(
+  configurator: CniConfigurator,
+  pluginDirs: readonly string[],
+  logger: AgentLogger,
+): void {
+  // A plugin missing from the search path fails every setup on its networks (UNAVAILABLE):
+  // say so now rather than at the first setup.
+  const missing = [...new Set(configurator.catalog().networks.flatMap((n) => n.plugins))]
+    .filter((type) => {
+      try {
+        findPlugin(type, pluginDirs);
+        return false;
+      } catch (error) {
+        if (isCniError(error) && error.code === 'plugin-not-found') return true;
+        throw error;
+      }
+    })
+    .sort();
+  if (missing.length > 0)
+    logger.warn('CNI plugins not found; setups on the networks that use them fail UNAVAILABLE', {
+      missing,
+      pluginDirs,
+    });
+}
+
+/** Restores what the last run left and reconciles once. */
+async function restore(runner: AllocRunner, logger: AgentLogger, signal: AbortSignal | undefined) {
+  try {
+    const started = await runner.start(signal === undefined ? {} : { signal });
+    logger.info('restored allocations from the last run', {
+      ...started.restore.counts,
+      durationMs: started.restore.durationMs,
+    });
+  } catch (error) {
+    checkNotAborted(signal);
+    // The first reconcile failing (iptables missing, say) does not stop the agent: requests
+    // will say what is wrong, and the reconciler tries again at its interval.
+    if (!isRunnerError(error) || error.code !== 'reconcile-failed')
+      throw new AgentError(`restoring the allocations failed: ${messageOf(error)}`, {
+        code: 'start-failed',
+        cause: error,
+      });
+    logger.error('the first reconcile failed; the agent serves anyway', {
+      error: messageOf(error),
+    });
+  }
+}
+
+/**
+ * Opens the agent's parts: the TLS files and operator token (an operator's mistakes first),
+ * the socket claim, the data dir, the configurator, the runner, restore, the handlers, the
+ * gRPC servers and the metrics listener. Throws `AgentError` (`invalid-config`,
+ * `socket-in-use`, `listen-failed`, `start-failed`, `aborted`), leaving in `opened` what to close.
+ */
+export async function composeAgent(options: ComposeOptions): Promise<ComposedAgent> {
+  const { config, logger, seams, opened, signal } = options;
+  const tls = await readTlsFiles(config.tcp);
+  const token: OperatorToken = {
+    current:
+      config.tcp?.operatorTokenFile === undefined
+        ? undefined
+        : await readOperatorToken(config.tcp.operatorTokenFile),
+  };
+  // Another agent on this socket: refuse before opening its state store.
+  await claimSocketPath(config.socket, logger);
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+
+  // The metrics read the runner's counters once the runner exists.
+  let runner: AllocRunner | undefined;
+  const metrics = createAgentMetrics({
+    stats: () => runner?.stats(),
+    version: options.version,
+    ...(seams.processMetrics === undefined ? {} : { processMetrics: seams.processMetrics }),
+  });
+  const runtime =
+    seams.runtime ??
+    createCniRuntime({
+      pluginDirs: config.cni.pluginDirs,
+      cacheDir: config.cni.cacheDir,
+      timeoutMs: config.cni.timeoutMs,
+      exec: timedPluginExec(createNodePluginExec(), (plugin, verb, seconds) => {
+        metrics.pluginExec(plugin, verb, seconds);
+      }),
+      logger: componentLogger(logger, 'cni'),
+    });
+  let configurator: CniConfigurator;
+  try {
+    configurator =
+      seams.configurator ??
+      (await createCniConfigurator({
+        runtime,
+        iptables: {
+          ipv4: createIptables({ logger: componentLogger(logger, 'iptables') }),
+          ipv6: createIptables({ family: 'ipv6', logger: componentLogger(logger, 'iptables') }),
+        },
+        defaultNetwork: config.defaultNetwork,
+        confDir: config.cni.confDir,
+        ignoreHostIps: config.ignoreHostIps,
+        region: config.region,
+        logger: componentLogger(logger, 'configurator'),
+      }));
+  } catch (error) {
+    throw new AgentError(`the CNI configurator could not start: ${messageOf(error)}`, {
+      code: 'start-failed',
+      cause: error,
+    });
+  }
+  opened.push('configurator', () => configurator.close());
+  warnMissingPlugins(configurator, config.cni.pluginDirs, logger);
+
+  try {
+    runner = await createAllocRunner({
+      configurator,
+      dataDir: config.dataDir,
+      netnsPrefix: config.netnsPrefix,
+      maxConcurrent: config.concurrency,
+      reconcile: config.reconcile,
+      logger: componentLogger(logger, 'runner'),
+      ...(seams.netns === undefined ? {} : { netns: seams.netns }),
+    });
+  } catch (error) {
+    throw new AgentError(
+      `the allocation runner could not open ${JSON.stringify(config.dataDir)}: ${messageOf(error)}`,
+      {
+        code: 'start-failed',
+        cause: error,
+      },
+    );
+  }
+  const theRunner = runner;
+  opened.push('runner', () => theRunner.close());
+  checkNotAborted(signal);
+  await restore(theRunner, logger, signal);
+  checkNotAborted(signal);
+
+  const reload = createReloader({
+    config,
+    logger,
+    configurator,
+    token,
+    ...(options.reloadConfig === undefined ? {} : { reloadConfig: options.reloadConfig }),
+  });
+  const handlers = createServiceHandlers({
+    runner: theRunner,
+    configurator,
+    runtime,
+    metrics,
+    logger,
+    gate: createReapGate(),
+    ignoreHostIps: config.ignoreHostIps,
+    info: {
+      version: options.version,
+      reconcileMode: config.reconcile.mode,
+      dataDir: config.dataDir,
+      socketPath: config.socket,
+      startedAtMs: options.startedAtMs,
+    },
+    reload: async () => (await reload()).catalog,
+    stopping: options.stopping,
+  });
+  const servers = await startGrpcServers({
+    handlers,
+    logger,
+    socketPath: config.socket,
+    ...(config.tcp === undefined
+      ? {}
+      : { tcp: { address: config.tcp.address, tls, operatorToken: () => token.current } }),
+    opened,
+  });
+
+  let metricsServer: MetricsServer | undefined;
+  if (config.metrics.address !== 'off') {
+    const started = await startMetricsServer(config.metrics.address, metrics.registry, logger);
+    metricsServer = started;
+    opened.push('metrics listener', () => started.close());
+  }
+
+  return {
+    metrics,
+    runner: theRunner,
+    configurator,
+    handlers,
+    servers,
+    metricsServer,
+    tls: tls !== undefined,
+    reload,
+  };
+}

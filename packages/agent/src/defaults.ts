@@ -1,0 +1,36 @@
+// What the agent runs with when the config file, the environment and the flags say nothing.
+// Defaults shared with a library come from it (CNI directories from @allocnet/cni, the
+// namespace prefix, concurrency and reconcile mode and interval from @allocnet/alloc-runner, the default
+// network's IPAM dir from @allocnet/cni-configurator); the agent's own are written here. The
+// config loader, the `allocnet agent` help and the CLI read them from here.
+import {
+  DEFAULT_MAX_CONCURRENT,
+  DEFAULT_NETNS_PREFIX,
+  DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_RECONCILE_MODE,
+} from '@allocnet/alloc-runner';
+import { DEFAULT_CONF_DIR } from '@allocnet/cni';
+import { DEFAULT_IPAM_DATA_DIR } from '@allocnet/cni-configurator';
+
+/** Every default of the configuration but the CNI plugin dirs (@allocnet/cni's `DEFAULT_PLUGIN_DIRS`). */
+export const DEFAULTS = {
+  dataDir: '/var/lib/allocnet',
+  socket: '/run/allocnet/agent.sock',
+  confDir: DEFAULT_CONF_DIR,
+  cniTimeoutMs: 60_000,
+  ipamDataDir: DEFAULT_IPAM_DATA_DIR,
+  netnsPrefix: DEFAULT_NETNS_PREFIX,
+  region: 'global',
+  concurrency: DEFAULT_MAX_CONCURRENT,
+  reconcileMode: DEFAULT_RECONCILE_MODE,
+  reconcileIntervalMs: DEFAULT_RECONCILE_INTERVAL_MS,
+  logLevel: 'info',
+  metricsAddress: '127.0.0.1:9464',
+  shutdownTimeoutMs: 30_000,
+} as const;
+
+/**
+ * The CNI result cache is `<dataDir>/<this>` unless set: the agent's state stays under its data
+ * dir, not in libcni's /var/lib/cni, which other runtimes on the node may use.
+ */
+export const CNI_CACHE_SUBDIR = 'cni';

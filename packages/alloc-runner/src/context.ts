@@ -1,0 +1,185 @@
+// What the runner's parts share: the store, the namespace manager, the queue, the clock, the
+// counters, the configurator seam. `runner.ts` builds one context per runner and hands it to
+// `lifecycle.ts` (setup / check / teardown of one allocation), `restore.ts` (settling what a
+// restart left) and `reconciler.ts` (host state against the records). None of them keeps state
+// of its own outside this object: what they share is visible here.
+import { basename } from 'node:path';
+import { logInfo as baseLogInfo } from '@allocnet/base';
+import type { Logger } from '@allocnet/base';
+import type {
+  AllocAttachment,
+  AllocNetworkStatus,
+  AllocNetworking,
+  LeakSweeper,
+} from '@allocnet/cni-configurator';
+import type { CrashPoint, CrashPoints } from './crash.js';
+import type { NetnsManager } from './netns.js';
+import { createAllocQueue } from './queue.js';
+import type { AllocQueue } from './queue.js';
+import { SCHEMA_VERSION } from './record.js';
+import type { AllocRecord } from './record.js';
+import type { RunnerStore } from './store.js';
+
+/** Time and timers, injectable so that tests drive the reconciler's interval. */
+export interface Clock {
+  now(): number;
+  /** Schedules `fn` once; the default unrefs the timer so that it never keeps the process up. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout(fn, ms) {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return timer;
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as NodeJS.Timeout);
+  },
+};
+
+/** Monotonic counters, the runner's only ones; `stats()` reports them with the gauges. */
+export interface RunnerCounters {
+  setups: number;
+  setupFailures: number;
+  teardowns: number;
+  teardownFailures: number;
+  checks: number;
+  checkFailures: number;
+  restored: number;
+  recreated: number;
+  restoreFailures: number;
+  reconciles: number;
+  reconcileFailures: number;
+  leaksFound: number;
+  leaksReaped: number;
+  orphanNamespacesFound: number;
+  orphanNamespacesReaped: number;
+}
+
+export function zeroCounters(): RunnerCounters {
+  return {
+    setups: 0,
+    setupFailures: 0,
+    teardowns: 0,
+    teardownFailures: 0,
+    checks: 0,
+    checkFailures: 0,
+    restored: 0,
+    recreated: 0,
+    restoreFailures: 0,
+    reconciles: 0,
+    reconcileFailures: 0,
+    leaksFound: 0,
+    leaksReaped: 0,
+    orphanNamespacesFound: 0,
+    orphanNamespacesReaped: 0,
+  };
+}
+
+/**
+ * The reconciler's hold: while it scans and reaps, operations on allocations it did not count as
+ * known wait (an allocation it knows may go on: it leaves that one's state alone). The queue's
+ * `beforeStart` reads it; only the reconciler sets it.
+ */
+export interface Hold {
+  readonly known: ReadonlySet<string>;
+  readonly done: Promise<void>;
+}
+
+export interface RunnerContext {
+  /** The configurator's allocation-level operations and its leak sweeper: the runner's seams. */
+  readonly networking: AllocNetworking;
+  readonly leaks: LeakSweeper;
+  readonly store: RunnerStore;
+  readonly netns: NetnsManager;
+  readonly queue: AllocQueue;
+  readonly clock: Clock;
+  readonly counters: RunnerCounters;
+  readonly log: Logger;
+  /** Namespaces the runner makes are `<prefix><allocId>`. */
+  readonly prefix: string;
+  /** Crash points for the crash tests (`ALLOCNET_CRASH_AT`); a no-op otherwise. */
+  readonly crash: (point: CrashPoint) => void;
+  /** Set by the reconciler while it scans and reaps; the queue waits on it. */
+  readonly hold: { current: Hold | undefined };
+}
+
+export interface ContextParts {
+  readonly networking: AllocNetworking;
+  readonly leaks: LeakSweeper;
+  readonly store: RunnerStore;
+  readonly netns: NetnsManager;
+  readonly maxConcurrent: number;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly prefix: string;
+  readonly crashPoints: CrashPoints;
+}
+
+export function createRunnerContext(parts: ContextParts): RunnerContext {
+  const hold: { current: Hold | undefined } = { current: undefined };
+  const queue = createAllocQueue({
+    maxConcurrent: parts.maxConcurrent,
+    async beforeStart(allocId) {
+      while (hold.current !== undefined && !hold.current.known.has(allocId))
+        await hold.current.done;
+    },
+  });
+  return {
+    networking: parts.networking,
+    leaks: parts.leaks,
+    store: parts.store,
+    netns: parts.netns,
+    queue,
+    clock: parts.clock,
+    counters: zeroCounters(),
+    log: parts.log,
+    prefix: parts.prefix,
+    crash: (point) => {
+      parts.crashPoints.reached(point);
+    },
+    hold,
+  };
+}
+
+/** `info` where the logger has it, `debug` otherwise. */
+export function logInfo(ctx: RunnerContext, message: string, meta?: Record<string, unknown>): void {
+  baseLogInfo(ctx.log, message, meta);
+}
+
+/** A record of the current schema, stamped with the clock. */
+export function makeRecord(
+  ctx: RunnerContext,
+  base: Omit<AllocRecord, 'schema' | 'updatedAtMs' | 'attachment' | 'status' | 'error'>,
+  extra: {
+    readonly attachment?: AllocAttachment | undefined;
+    readonly status?: AllocNetworkStatus | undefined;
+    readonly error?: string | undefined;
+  } = {},
+): AllocRecord {
+  return {
+    schema: SCHEMA_VERSION,
+    allocId: base.allocId,
+    spec: base.spec,
+    phase: base.phase,
+    netnsPath: base.netnsPath,
+    netnsCreated: base.netnsCreated,
+    ...(extra.attachment === undefined ? {} : { attachment: extra.attachment }),
+    ...(extra.status === undefined ? {} : { status: extra.status }),
+    ...(extra.error === undefined ? {} : { error: extra.error }),
+    updatedAtMs: ctx.clock.now(),
+  };
+}
+
+/** The name of a namespace the record says the runner made. */
+export function madeName(rec: AllocRecord): string {
+  return basename(rec.netnsPath);
+}
+
+/** `{ signal }` for a call that takes options, or nothing. */
+export function callOf(signal: AbortSignal | undefined): { signal?: AbortSignal } {
+  return signal === undefined ? {} : { signal };
+}

@@ -1,0 +1,18 @@
+// What `createAllocRunner` uses for an option it is not given; the agent's own defaults
+// (packages/agent/src/defaults.ts) are these too, so a library user and an agent behave alike.
+
+/** Namespaces the runner makes are `<prefix><allocId>`. */
+export const DEFAULT_NETNS_PREFIX = 'alloc-';
+
+/** Operations on different allocations at once. */
+export const DEFAULT_MAX_CONCURRENT = 8;
+
+/**
+ * What the reconciler does with what it finds: `report` only counts it. Removing state is an
+ * operator's decision (`reconcile.mode: reap`, or `allocnet leaks --reap`): a node whose records
+ * were lost would otherwise have every allocation's network removed by its first reconcile.
+ */
+export const DEFAULT_RECONCILE_MODE = 'report';
+
+/** How often the reconciler runs after the first pass (5 minutes). */
+export const DEFAULT_RECONCILE_INTERVAL_MS = 300_000;

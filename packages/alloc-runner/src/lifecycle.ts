@@ -1,0 +1,386 @@
+// One allocation's lifecycle: setup (intent record, namespace, the configurator's setup, ready
+// record; a failure rolls everything back), CHECK, teardown (intent, the configurator's teardown,
+// the namespace the runner made, the record). Every function here runs inside the allocation's
+// turn of the queue (runner.ts puts it there), after restore.ts settled what a crash left: one
+// operation per allocation at a time, so nothing here locks.
+import type {
+  AllocAttachment,
+  AllocNetworkStatus,
+  TeardownReport,
+} from '@allocnet/cni-configurator';
+import { callOf, logInfo, madeName, makeRecord } from './context.js';
+import type { RunnerContext } from './context.js';
+import { RunnerError, invalidInput, invalidInputOf, kindOf, messageOf } from './errors.js';
+import { checkNetnsName } from './netns.js';
+import type { AllocRecord } from './record.js';
+import { configuratorSpec, specDifferences } from './spec.js';
+import type { RunnerSpec } from './spec.js';
+
+/** What `teardown` did. */
+export interface RunnerTeardownReport {
+  readonly allocId: string;
+  /** Whether the allocation had a record (false: only the sweep and the namespace by name ran). */
+  readonly known: boolean;
+  /** The configurator's report: the DEL's outcome and what the audit removed. */
+  readonly report: TeardownReport;
+  /** Whether the runner removed a namespace it had made. */
+  readonly netnsRemoved: boolean;
+}
+
+export interface CheckReport {
+  readonly allocId: string;
+  /** False when the network's plugins or config do not allow a CHECK (nothing ran). */
+  readonly ran: boolean;
+}
+
+/** The namespace of a setup: make one, reuse one (remaking it if gone), or use the given one. */
+export type NetnsPlan =
+  | { readonly kind: 'create'; readonly name: string }
+  | { readonly kind: 'reuse'; readonly name: string }
+  | { readonly kind: 'given'; readonly path: string };
+
+/** The namespace of a new setup of `spec`: the task driver's, or one the runner makes. */
+export function netnsPlanOf(ctx: RunnerContext, spec: RunnerSpec): NetnsPlan {
+  return spec.netnsPath === undefined
+    ? { kind: 'create', name: checkNetnsName(`${ctx.prefix}${spec.allocId}`) }
+    : { kind: 'given', path: spec.netnsPath };
+}
+
+/**
+ * Undoes what a rollback must: the configurator's teardown (DEL with the attachment when there
+ * is one, then the sweep), and the namespace when `netnsName` is given. Goes on past a failure
+ * and returns the problems. Runs without the caller's signal: an aborted setup still cleans up.
+ */
+export async function undo(
+  ctx: RunnerContext,
+  allocId: string,
+  attachment: AllocAttachment | undefined,
+  netnsName: string | undefined,
+): Promise<string[]> {
+  const problems: string[] = [];
+  try {
+    await ctx.networking.teardown(allocId, attachment);
+  } catch (error) {
+    problems.push(`the configurator's teardown failed: ${messageOf(error)}`);
+  }
+  if (netnsName !== undefined) {
+    try {
+      await ctx.netns.remove(netnsName);
+    } catch (error) {
+      problems.push(`removing namespace "${netnsName}" failed: ${messageOf(error)}`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * Sets the allocation up from nothing: the intent record (committed and synced), the namespace,
+ * the configurator's setup, the ready record. Any failure rolls back (the configurator's
+ * teardown, the namespace if this call made it, the record) and throws `setup-failed`.
+ */
+export async function freshSetup(
+  ctx: RunnerContext,
+  spec: RunnerSpec,
+  plan: NetnsPlan,
+  signal: AbortSignal | undefined,
+  cniArgsHint?: Readonly<Record<string, string>>,
+): Promise<AllocRecord> {
+  const { store, netns } = ctx;
+  const allocId = spec.allocId;
+  const netnsPath = plan.kind === 'given' ? plan.path : netns.pathOf(plan.name);
+  const base = {
+    allocId,
+    spec,
+    phase: 'setting-up' as const,
+    netnsPath,
+    netnsCreated: plan.kind !== 'given',
+  };
+  await store.put(makeRecord(ctx, base));
+  ctx.crash('setup:after-intent');
+
+  let madeNetns: string | undefined;
+  let attachment: AllocAttachment | undefined;
+  try {
+    if (plan.kind === 'create' || (plan.kind === 'reuse' && !(await netns.exists(netnsPath)))) {
+      if (plan.kind === 'reuse') {
+        // A leftover file that is no longer a namespace (the state after a reboot when /run is
+        // not a tmpfs) would make `ip netns add` fail.
+        await netns.remove(plan.name, callOf(signal));
+      }
+      await netns.create(plan.name, callOf(signal));
+      madeNetns = plan.name;
+      ctx.crash('setup:after-netns');
+    }
+    const configSpec = configuratorSpec(spec);
+    const outcome = await ctx.networking.setup(
+      cniArgsHint === undefined
+        ? configSpec
+        : { ...configSpec, cniArgs: { ...(configSpec.cniArgs ?? {}), ...cniArgsHint } },
+      netnsPath,
+      callOf(signal),
+    );
+    attachment = outcome.attachment;
+    ctx.crash('setup:after-add');
+    const ready = makeRecord(ctx, { ...base, phase: 'ready' }, outcome);
+    await store.put(ready);
+    ctx.crash('setup:after-ready');
+    return ready;
+  } catch (error) {
+    // Only a namespace this call made is removed; in `reuse`, one that was there stays (the
+    // allocation's tasks may run in it) and the record of it is dropped with the rest.
+    const problems = await undo(ctx, allocId, attachment, madeNetns);
+    try {
+      await store.remove(allocId);
+    } catch (removeError) {
+      // The record stays `setting-up`: the next restore (or operation) undoes it again.
+      problems.push(messageOf(removeError));
+    }
+    throw setupFailure(error, allocId, signal, problems);
+  }
+}
+
+/** The runner's error for a setup that failed (or was aborted) and was rolled back. */
+function setupFailure(
+  error: unknown,
+  allocId: string,
+  signal: AbortSignal | undefined,
+  problems: readonly string[],
+): RunnerError {
+  const aborted = signal?.aborted === true || kindOf(error) === 'aborted';
+  // The request's own fault, as the configurator found it (a host port two ports claim, an
+  // unknown network): the runner's `invalid-argument`, its field under `spec`.
+  const input = aborted ? undefined : invalidInputOf(error);
+  return new RunnerError(
+    `setup of allocation "${allocId}" ${aborted ? 'was aborted' : 'failed'}: ${messageOf(error)}${
+      problems.length === 0 ? '' : `; the rollback also failed: ${problems.join('; ')}`
+    }`,
+    {
+      code: aborted ? 'aborted' : input !== undefined ? 'invalid-argument' : 'setup-failed',
+      allocId,
+      cause: error,
+      ...(input === undefined ? {} : { path: ['spec', ...input.path], problem: input.problem }),
+    },
+  );
+}
+
+/** A setup in the allocation's turn; `rec` is its record, settled (see restore.ts `settle`). */
+export async function setup(
+  ctx: RunnerContext,
+  spec: RunnerSpec,
+  rec: AllocRecord | undefined,
+  signal: AbortSignal | undefined,
+): Promise<AllocNetworkStatus> {
+  if (rec?.phase === 'ready') {
+    const differences = specDifferences(rec.spec, spec);
+    if (differences.length === 0) return rec.status as AllocNetworkStatus;
+    throw new RunnerError(
+      `allocation "${spec.allocId}" is already set up with a different spec (${differences.join(', ')} differ); tear it down first`,
+      {
+        code: 'conflict',
+        allocId: spec.allocId,
+        parts: [
+          `allocation "${spec.allocId}" is already set up with a different spec (`,
+          ...differences.flatMap((d, i) => [...(i === 0 ? [] : [', ']), { field: [d] }]),
+          ' differ); tear it down first',
+        ],
+      },
+    );
+  }
+  // No record, or a failed one (its state was undone): a new setup replaces it.
+  const plan = netnsPlanOf(ctx, spec);
+  if (plan.kind === 'given' && !(await ctx.netns.exists(plan.path))) {
+    throw invalidInput(
+      'invalid allocation spec',
+      ['spec', 'netnsPath'],
+      [`"${plan.path}" is not a network namespace`],
+      { allocId: spec.allocId },
+    );
+  }
+  try {
+    const ready = await freshSetup(ctx, spec, plan, signal);
+    ctx.counters.setups++;
+    logInfo(ctx, 'allocation set up', { allocId: spec.allocId, address: ready.status?.address });
+    return ready.status as AllocNetworkStatus;
+  } catch (error) {
+    ctx.counters.setupFailures++;
+    throw error;
+  }
+}
+
+/** A CHECK in the allocation's turn, of its settled record. */
+export async function check(
+  ctx: RunnerContext,
+  allocId: string,
+  rec: AllocRecord | undefined,
+  signal: AbortSignal | undefined,
+): Promise<CheckReport> {
+  if (rec === undefined) {
+    throw new RunnerError(`allocation "${allocId}" is not set up`, {
+      code: 'not-found',
+      allocId,
+    });
+  }
+  if (rec.phase === 'failed') {
+    throw new RunnerError(`allocation "${allocId}" failed: ${rec.error ?? 'no reason recorded'}`, {
+      code: 'failed',
+      allocId,
+    });
+  }
+  ctx.counters.checks++;
+  try {
+    const { ran } = await ctx.networking.check(rec.attachment as AllocAttachment, callOf(signal));
+    return { allocId, ran };
+  } catch (error) {
+    ctx.counters.checkFailures++;
+    // `check-failed` takes the configurator's kind: `broken` (the network is not as set up),
+    // `unavailable` (the CHECK could not run), `aborted`, or `internal`.
+    throw new RunnerError(`check of allocation "${allocId}" failed: ${messageOf(error)}`, {
+      code: signal?.aborted === true ? 'aborted' : 'check-failed',
+      allocId,
+      cause: error,
+    });
+  }
+}
+
+/** The runner's error for a teardown whose configurator part failed. */
+function teardownFailure(
+  error: unknown,
+  allocId: string,
+  signal: AbortSignal | undefined,
+): RunnerError {
+  return new RunnerError(`teardown of allocation "${allocId}" failed: ${messageOf(error)}`, {
+    code: signal?.aborted === true ? 'aborted' : 'teardown-failed',
+    allocId,
+    cause: error,
+  });
+}
+
+/**
+ * Finishes a teardown whose intent is recorded: the configurator's teardown with the stored
+ * attachment, the namespace if the runner made it, then the record. A failure leaves the
+ * record `tearing-down` (the next teardown or restore finishes it) and throws `teardown-failed`.
+ */
+export async function finishTeardown(
+  ctx: RunnerContext,
+  rec: AllocRecord,
+  signal: AbortSignal | undefined,
+): Promise<RunnerTeardownReport> {
+  const allocId = rec.allocId;
+  let report: TeardownReport;
+  let netnsRemoved = false;
+  try {
+    report = await ctx.networking.teardown(allocId, rec.attachment, callOf(signal));
+    ctx.crash('teardown:after-del');
+    if (rec.netnsCreated) netnsRemoved = await ctx.netns.remove(madeName(rec), callOf(signal));
+    ctx.crash('teardown:after-netns');
+  } catch (error) {
+    throw teardownFailure(error, allocId, signal);
+  }
+  await ctx.store.remove(allocId);
+  return { allocId, known: true, report, netnsRemoved };
+}
+
+async function teardownOnce(
+  ctx: RunnerContext,
+  allocId: string,
+  signal: AbortSignal | undefined,
+): Promise<RunnerTeardownReport> {
+  const rec = ctx.store.get(allocId);
+  if (rec === undefined) {
+    let report: TeardownReport;
+    try {
+      report = await ctx.networking.teardown(allocId, undefined, callOf(signal));
+    } catch (error) {
+      throw teardownFailure(error, allocId, signal);
+    }
+    // A namespace with the runner's name for this allocation is the runner's by construction.
+    const netnsRemoved = await ctx.netns.remove(
+      checkNetnsName(`${ctx.prefix}${allocId}`),
+      callOf(signal),
+    );
+    return { allocId, known: false, report, netnsRemoved };
+  }
+  if (rec.phase !== 'tearing-down') {
+    await ctx.store.put(
+      makeRecord(
+        ctx,
+        { ...rec, phase: 'tearing-down' },
+        { attachment: rec.attachment, status: rec.status },
+      ),
+    );
+  }
+  ctx.crash('teardown:after-intent');
+  return finishTeardown(ctx, rec, signal);
+}
+
+/**
+ * A teardown in the allocation's turn. An unknown allocation is not an error: the
+ * configurator's sweep runs for its id, and a namespace `<prefix><id>` is removed.
+ */
+export async function teardown(
+  ctx: RunnerContext,
+  allocId: string,
+  signal: AbortSignal | undefined,
+): Promise<RunnerTeardownReport> {
+  try {
+    const report = await teardownOnce(ctx, allocId, signal);
+    ctx.counters.teardowns++;
+    logInfo(ctx, 'allocation torn down', { allocId, known: report.known });
+    return report;
+  } catch (error) {
+    ctx.counters.teardownFailures++;
+    throw error;
+  }
+}
+
+/** Records `failed` after restore undid an allocation. */
+export async function recordFailed(
+  ctx: RunnerContext,
+  rec: AllocRecord,
+  why: string,
+): Promise<void> {
+  await ctx.store.put(makeRecord(ctx, { ...rec, phase: 'failed' }, { error: why }));
+}
+
+/** A hint that makes host-local give back the address the allocation had (IPv4 only). */
+function addressHint(rec: AllocRecord): Readonly<Record<string, string>> | undefined {
+  const address = rec.status?.address ?? '';
+  if (address === '' || rec.spec.cniArgs?.IP !== undefined) return undefined;
+  return { IP: address };
+}
+
+/**
+ * Tears a ready allocation down and sets it up again once, in the same namespace path (a
+ * namespace the runner made and that is still there is kept: the tasks may run in it). With
+ * the address it had when host-local can give it back; otherwise any address.
+ */
+export async function recreate(
+  ctx: RunnerContext,
+  rec: AllocRecord,
+  signal: AbortSignal | undefined,
+): Promise<AllocRecord> {
+  await ctx.store.put(
+    makeRecord(
+      ctx,
+      { ...rec, phase: 'setting-up' },
+      { attachment: rec.attachment, status: rec.status },
+    ),
+  );
+  const problems = await undo(ctx, rec.allocId, rec.attachment, undefined);
+  if (problems.length > 0) throw new Error(problems.join('; '));
+  const plan: NetnsPlan = rec.netnsCreated
+    ? { kind: 'reuse', name: madeName(rec) }
+    : { kind: 'given', path: rec.netnsPath };
+  const hint = addressHint(rec);
+  if (hint !== undefined) {
+    try {
+      return await freshSetup(ctx, rec.spec, plan, signal, hint);
+    } catch (error) {
+      ctx.log.warn('setting the allocation up again with its address failed; trying any address', {
+        allocId: rec.allocId,
+        error: messageOf(error),
+      });
+    }
+  }
+  return freshSetup(ctx, rec.spec, plan, signal);
+}

@@ -1,0 +1,226 @@
+// Settling what the last run left: every record in `setting-up` (undone, then failed or set up
+// again), `tearing-down` (finished) or `ready` (CHECKed; set up again once when broken or its
+// namespace is gone). `restore` runs at start for every record; `settle` runs before any
+// operation on an allocation whose record a crash left mid-way and restore has not reached yet.
+// Both run in the allocation's turn of the queue, so they never race an operation on it.
+import type { AllocAttachment } from '@allocnet/cni-configurator';
+import { callOf, logInfo, madeName } from './context.js';
+import type { RunnerContext } from './context.js';
+import { RunnerError, kindOf, messageOf } from './errors.js';
+import {
+  finishTeardown,
+  freshSetup,
+  netnsPlanOf,
+  recordFailed,
+  recreate,
+  undo,
+} from './lifecycle.js';
+import type { AllocPhase, AllocRecord } from './record.js';
+
+/**
+ * What restore did with one record:
+ * - `kept`: ready, its namespace there and its CHECK passed (or CHECK is not possible: `checked`
+ *   false);
+ * - `recreated`: ready, but its CHECK failed or its namespace was gone: torn down and set up
+ *   again once, in the same namespace path;
+ * - `finished`: an interrupted setup whose spec says `finish`: undone and set up again;
+ * - `failed`: undone and recorded as failed (an interrupted setup, or a recreate that failed);
+ * - `torn-down`: an interrupted teardown, finished;
+ * - `already-failed`: a failed record, left for the agent to report;
+ * - `error`: restore could not settle it (the record stays as it was; the next start tries again).
+ */
+export type RestoreResult =
+  'kept' | 'recreated' | 'finished' | 'failed' | 'torn-down' | 'already-failed' | 'error';
+
+export interface RestoreOutcome {
+  readonly allocId: string;
+  /** The phase the record had. */
+  readonly from: AllocPhase;
+  readonly result: RestoreResult;
+  /** Whether a CHECK ran (and passed, for `kept`). */
+  readonly checked: boolean;
+  /** For `recreated`, `failed`, `error`: why. */
+  readonly error?: string;
+}
+
+export interface RestoreReport {
+  readonly outcomes: readonly RestoreOutcome[];
+  readonly counts: Readonly<Record<RestoreResult, number>>;
+  readonly durationMs: number;
+}
+
+const RESULTS: readonly RestoreResult[] = [
+  'kept',
+  'recreated',
+  'finished',
+  'failed',
+  'torn-down',
+  'already-failed',
+  'error',
+];
+
+/** Settles one record (see `RestoreResult`). Never throws: `error` says what went wrong. */
+async function restoreOne(
+  ctx: RunnerContext,
+  rec: AllocRecord,
+  signal: AbortSignal | undefined,
+): Promise<RestoreOutcome> {
+  const { counters } = ctx;
+  const allocId = rec.allocId;
+  const from = rec.phase;
+  const outcome = (result: RestoreResult, checked: boolean, error?: string): RestoreOutcome => ({
+    allocId,
+    from,
+    result,
+    checked,
+    ...(error === undefined ? {} : { error }),
+  });
+  try {
+    switch (rec.phase) {
+      case 'failed':
+        return outcome('already-failed', false, rec.error);
+
+      case 'tearing-down':
+        await finishTeardown(ctx, rec, signal);
+        counters.teardowns++;
+        return outcome('torn-down', false);
+
+      case 'setting-up': {
+        const problems = await undo(
+          ctx,
+          allocId,
+          rec.attachment,
+          rec.netnsCreated ? madeName(rec) : undefined,
+        );
+        if (problems.length > 0) throw new Error(problems.join('; '));
+        if (rec.spec.interruptedSetup === 'finish') {
+          try {
+            await freshSetup(ctx, rec.spec, netnsPlanOf(ctx, rec.spec), signal);
+            counters.setups++;
+            return outcome('finished', false);
+          } catch (error) {
+            const why = `setup was interrupted by a restart and setting it up again failed: ${messageOf(error)}`;
+            await recordFailed(ctx, rec, why);
+            counters.restoreFailures++;
+            return outcome('failed', false, why);
+          }
+        }
+        const why = 'setup was interrupted by a restart of the runner; what it had done was undone';
+        await recordFailed(ctx, rec, why);
+        counters.restoreFailures++;
+        return outcome('failed', false, why);
+      }
+
+      case 'ready':
+        return await restoreReady(ctx, rec, signal, outcome);
+    }
+  } catch (error) {
+    counters.restoreFailures++;
+    ctx.log.warn('restore could not settle the allocation', { allocId, error: messageOf(error) });
+    return outcome('error', false, messageOf(error));
+  }
+}
+
+async function restoreReady(
+  ctx: RunnerContext,
+  rec: AllocRecord,
+  signal: AbortSignal | undefined,
+  outcome: (result: RestoreResult, checked: boolean, error?: string) => RestoreOutcome,
+): Promise<RestoreOutcome> {
+  const { counters } = ctx;
+  const allocId = rec.allocId;
+  const present = await ctx.netns.exists(rec.netnsPath);
+  let why: string;
+  if (present) {
+    try {
+      const { ran } = await ctx.networking.check(rec.attachment as AllocAttachment, callOf(signal));
+      counters.restored++;
+      return outcome('kept', ran);
+    } catch (error) {
+      if (kindOf(error) !== 'broken') {
+        // Setting every allocation up again because iptables or a plugin binary was briefly
+        // unavailable would cut traffic for nothing: leave it, say so.
+        throw new Error(`CHECK could not run: ${messageOf(error)}`, { cause: error });
+      }
+      why = `CHECK failed: ${messageOf(error)}`;
+    }
+  } else {
+    why = `namespace "${rec.netnsPath}" is gone`;
+  }
+  if (!present && !rec.netnsCreated) {
+    // The task driver's namespace is gone: there is nothing to set up again in.
+    const problems = await undo(ctx, allocId, rec.attachment, undefined);
+    if (problems.length > 0) throw new Error(problems.join('; '));
+    await recordFailed(ctx, rec, why);
+    counters.restoreFailures++;
+    return outcome('failed', false, why);
+  }
+  ctx.log.warn('restore: setting the allocation up again', { allocId, reason: why });
+  try {
+    await recreate(ctx, rec, signal);
+  } catch (error) {
+    const failure = `${why}; setting it up again failed: ${messageOf(error)}`;
+    await recordFailed(ctx, rec, failure);
+    counters.restoreFailures++;
+    return outcome('failed', present, failure);
+  }
+  counters.recreated++;
+  return outcome('recreated', present, why);
+}
+
+/**
+ * The allocation's record, settled: a record in `setting-up` or `tearing-down` when an operation
+ * starts was left by a crash and not restored yet (an operation came before `restore()`), so it
+ * is settled first. Call it in the allocation's turn.
+ */
+export async function settle(
+  ctx: RunnerContext,
+  allocId: string,
+  signal: AbortSignal | undefined,
+): Promise<AllocRecord | undefined> {
+  const rec = ctx.store.get(allocId);
+  if (rec === undefined || rec.phase === 'ready' || rec.phase === 'failed') return rec;
+  const outcome = await restoreOne(ctx, rec, signal);
+  if (outcome.result === 'error') {
+    throw new RunnerError(
+      `allocation "${allocId}" was left "${rec.phase}" by a crash and could not be settled: ${outcome.error ?? ''}`,
+      { code: rec.phase === 'setting-up' ? 'setup-failed' : 'teardown-failed', allocId },
+    );
+  }
+  return ctx.store.get(allocId);
+}
+
+/** Settles every record left by the last run, each in its allocation's turn. */
+export async function restore(
+  ctx: RunnerContext,
+  signal: AbortSignal | undefined,
+): Promise<RestoreReport> {
+  const startedAt = ctx.clock.now();
+  const records = ctx.store.list();
+  const outcomes = await Promise.all(
+    records.map((rec) =>
+      ctx.queue.run(
+        rec.allocId,
+        async () => {
+          // The record as it is now: an operation queued before this one may have changed it.
+          const now = ctx.store.get(rec.allocId);
+          if (now === undefined) {
+            return {
+              allocId: rec.allocId,
+              from: rec.phase,
+              result: 'torn-down',
+              checked: false,
+            } as const;
+          }
+          return restoreOne(ctx, now, signal);
+        },
+        signal,
+      ),
+    ),
+  );
+  const counts = Object.fromEntries(RESULTS.map((r) => [r, 0])) as Record<RestoreResult, number>;
+  for (const o of outcomes) counts[o.result]++;
+  const report = { outcomes, counts, durationMs: ctx.clock.now() - startedAt };
+  logInfo(ctx, 'restore finished', { ...counts, durationMs: report.durationMs });
+  return report;
+}

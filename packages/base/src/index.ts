@@ -1,0 +1,21 @@
+export {
+  ERROR_KINDS,
+  carriedKind,
+  formatPath,
+  invalidInputOf,
+  kindOf,
+  messageIn,
+  messageOf,
+  renderProblem,
+  show,
+} from './errors.js';
+export type {
+  ContractError,
+  ErrorKind,
+  FieldPath,
+  FieldSpelling,
+  Problem,
+  ProblemPart,
+} from './errors.js';
+export { logInfo, silentLogger } from './logger.js';
+export type { Logger } from './logger.js';

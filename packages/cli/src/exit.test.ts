@@ -1,0 +1,49 @@
+// The CLI's one table of error kinds to exit statuses, and the kinds it reads back from an
+// agent's gRPC status.
+import * as grpc from '@grpc/grpc-js';
+import { ERROR_KINDS } from '@allocnet/base';
+import { AgentCallError } from './agent-client.js';
+import { KIND_EXIT, USAGE_EXIT } from './cli.js';
+
+describe('exit statuses', () => {
+  it('maps every kind to 1 (the operation failed); 2 is the usage error alone', () => {
+    expect(ERROR_KINDS.map((kind) => [kind, KIND_EXIT[kind]])).toEqual([
+      ['invalid', 1],
+      ['not-found', 1],
+      ['conflict', 1],
+      ['unavailable', 1],
+      ['aborted', 1],
+      ['broken', 1],
+      ['internal', 1],
+    ]);
+    expect(USAGE_EXIT).toBe(2);
+  });
+
+  it("reads an agent's status back as the kind the agent mapped it from", () => {
+    const kind = (code: grpc.status | undefined) =>
+      new AgentCallError('agent x: failed', code).kind;
+    expect(
+      [
+        grpc.status.INVALID_ARGUMENT,
+        grpc.status.NOT_FOUND,
+        grpc.status.FAILED_PRECONDITION,
+        grpc.status.UNAVAILABLE,
+        grpc.status.CANCELLED,
+        grpc.status.DEADLINE_EXCEEDED,
+        grpc.status.INTERNAL,
+        grpc.status.UNKNOWN,
+        undefined,
+      ].map(kind),
+    ).toEqual([
+      'invalid',
+      'not-found',
+      'conflict',
+      'unavailable',
+      'aborted',
+      'aborted',
+      'internal',
+      'internal',
+      'internal',
+    ]);
+  });
+});

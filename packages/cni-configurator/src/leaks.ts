@@ -1,0 +1,138 @@
+// Leaks: state on the host tagged with an allocation id outside `known` (the caller's live
+// allocations) in a managed network, per allocation, and orphans, state that belongs to no one.
+// `findLeaks` reports them; `reapLeaks` removes them in batches, one restore per family per batch.
+//
+// Concurrency: a leak search reads the whole host once (both families' iptables-save, every
+// managed IPAM directory, the CNI cache) while setups, CHECKs and teardowns of known allocations
+// go on: their state is dropped before parsing (`linesNotAbout`) and never selected. It must not
+// run alongside a setup of an allocation outside `known`, whose fresh state would look leaked:
+// callers make sure of that (the runner holds operations on allocations it did not count as
+// known while it scans and reaps). Batches are applied one after another; when a batch's restore
+// fails because iptables changed under it, `sweep` plans that batch again from a fresh scan.
+import type { CallOptions } from '@allocnet/iptables-node';
+import { callOf } from './context.js';
+import type { ConfiguratorContext } from './context.js';
+import { invalidField, messageOf } from './errors.js';
+import { linesNotAbout, tagOf } from './marks.js';
+import { EMPTY_PLAN, EMPTY_STATE, describePlan, groupPlan, joinPlans } from './plan.js';
+import type { Plan } from './plan.js';
+import { plan, scan, sweep, tagsIn } from './sweep.js';
+import type { Scan } from './sweep.js';
+import type { HostState, Leak, LeakReport, LeakSweeper } from './types.js';
+
+/** Ids outside `known` that something in a managed network is tagged or filed under. */
+function leakedIds(
+  found: Scan,
+  names: ReadonlySet<string>,
+  known: ReadonlySet<string>,
+): Set<string> {
+  const ids = new Set<string>();
+  const consider = (id: string, network: string) => {
+    if (!known.has(id) && names.has(network) && id !== '') ids.add(id);
+  };
+  for (const tag of tagsIn(found)) consider(tag.allocId, tag.network);
+  for (const r of found.reservations) consider(r.allocId, r.network);
+  for (const c of found.cache) consider(c.allocId, c.network);
+  return ids;
+}
+
+/** One allocation's part of a plan as a leak: the networks it names, and the state. */
+function leakOf(allocId: string, part: Plan = EMPTY_PLAN): Leak {
+  const networks = new Set<string>();
+  for (const r of part.rules) {
+    const network = tagOf(r.rule)?.network;
+    if (network !== undefined) networks.add(network);
+  }
+  for (const r of part.reservations) networks.add(r.network);
+  for (const c of part.cache) networks.add(c.network);
+  return { allocId, networks: [...networks].sort(), state: describePlan(part) };
+}
+
+export function createLeaks(
+  ctx: ConfiguratorContext,
+): Pick<LeakSweeper, 'findLeaks' | 'reapLeaks'> {
+  /** Everything tagged with an id outside `known`, planned for removal and split by owner. */
+  async function planLeaks(known: ReadonlySet<string>, call: CallOptions) {
+    const snapshot = await ctx.catalog.current();
+    const managed = ctx.managedFacts(snapshot);
+    const found = await scan(ctx, {
+      fullIpam: managed,
+      withCache: true,
+      // What belongs to live allocations is not parsed: a reconcile of a node with 1,000 of them
+      // would otherwise build 13,000 rule objects to find none of them leaked.
+      lines: linesNotAbout(
+        known,
+        managed.map((f) => f.name),
+      ),
+      ...call,
+    });
+    // Networks the CNI cache names that are no longer configured are still ours to clean.
+    const names = new Set([...managed.map((f) => f.name), ...found.cache.map((c) => c.network)]);
+    const ids = leakedIds(found, names, known);
+    const planned = plan(found, {
+      allocIds: ids,
+      networks: [...names],
+      addresses: [],
+      orphansOf: managed,
+      known,
+    });
+    return { ids: [...ids].sort(), groups: groupPlan(planned) };
+  }
+
+  return {
+    async findLeaks(known, opts): Promise<LeakReport> {
+      const { ids, groups } = await planLeaks(new Set(known), callOf(opts));
+      const orphans = groups.get(undefined);
+      return {
+        leaks: ids.map((id) => leakOf(id, groups.get(id))),
+        orphans: orphans === undefined ? EMPTY_STATE : describePlan(orphans),
+      };
+    },
+
+    async reapLeaks(knownIds, opts) {
+      const call = callOf(opts);
+      const batchSize = opts?.batchSize ?? 500;
+      if (!Number.isInteger(batchSize) || batchSize < 1)
+        throw invalidField('batchSize', `should be a whole number of at least 1, got ${batchSize}`);
+      const known = new Set(knownIds);
+      const found = await planLeaks(known, call);
+      const ids = found.ids;
+      let groups = found.groups;
+      const total = ids.length;
+      const reaped: Leak[] = [];
+      const failed: { allocId: string; error: string }[] = [];
+      let orphans: HostState = EMPTY_STATE;
+      // Allocations in batches, then the orphans (owner undefined) on their own.
+      const batches: (string | undefined)[][] = [];
+      for (let i = 0; i < ids.length; i += batchSize) batches.push(ids.slice(i, i + batchSize));
+      batches.push([undefined]);
+      let done = 0;
+      for (const batch of batches) {
+        const { last, error } = await sweep(
+          ctx,
+          async (attempt) => {
+            // After a failed restore, iptables changed since the scan (another allocation's
+            // plugin was at work): look again, for what is left of this batch (and the next).
+            if (attempt > 1) ({ groups } = await planLeaks(known, call));
+            return joinPlans(batch.flatMap((owner) => groups.get(owner) ?? []));
+          },
+          call,
+        );
+        const parts = groupPlan(last);
+        for (const owner of batch) {
+          const part = parts.get(owner);
+          if (owner === undefined) {
+            if (error === undefined && part !== undefined) orphans = describePlan(part);
+          } else if (error === undefined) reaped.push(leakOf(owner, part));
+          else failed.push({ allocId: owner, error: messageOf(error) });
+        }
+        const counted = batch.filter((id) => id !== undefined);
+        if (counted.length > 0) {
+          done += counted.length;
+          opts?.onProgress?.({ done, total, allocId: counted.at(-1) });
+        }
+      }
+      return { reaped, orphans, failed };
+    },
+  };
+}

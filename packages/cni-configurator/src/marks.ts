@@ -1,0 +1,161 @@
+// What the plugins leave on the node for one allocation, and how to recognise it; measured on
+// Debian's plugins 1.1.1 (docs/cni.md, "What the plugins leave"):
+// - bridge (ipMasq): `nat POSTROUTING -s <ip>/32 -m comment --comment "name: \"<net>\" id:
+//   \"<id>\"" -j CNI-<h>`, and chain `CNI-<h>` whose rules carry the same comment;
+// - portmap: `nat CNI-HOSTPORT-DNAT … --comment "dnat name: \"<net>\" id: \"<id>\"" … -j
+//   CNI-DN-<h'>`, and chain `CNI-DN-<h'>` (its rules carry no comment);
+// - firewall: `filter CNI-FORWARD -d <ip>/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`
+//   and `-s <ip>/32 -j ACCEPT`, untagged: found by the allocation's addresses;
+// - host-local: `<dataDir>/<net>/<ip>` holding the id (ipam.ts).
+// `<h>` is the first 24 hex digits of sha512(net + id), `<h'>` the first 21.
+//
+// Every reading of a tag, every chain name and every firewall accept rule is made here, so that a
+// change in the plugins' shapes is one change. Pure: no I/O.
+import { createHash } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
+import type { Family, Rule } from '@allocnet/iptables-node';
+
+/** The allocation (and network) a plugin tagged a rule with. */
+export interface Tag {
+  readonly network: string;
+  readonly allocId: string;
+}
+
+/** bridge's `name: "<net>" id: "<id>"`, or portmap's the same with `dnat ` before it. */
+const TAG = /^(?:dnat )?name: "([^"]*)" id: "([^"]*)"$/;
+
+/** The tag a rule comment is, or undefined for any other comment (or none). */
+export function parseTag(comment: string | undefined): Tag | undefined {
+  const match = comment === undefined ? null : TAG.exec(comment);
+  if (match === null) return undefined;
+  return { network: match[1] ?? '', allocId: match[2] ?? '' };
+}
+
+/** The tag of a parsed rule. */
+export function tagOf(rule: Rule): Tag | undefined {
+  return parseTag(rule.comment);
+}
+
+/**
+ * The same tag's id in an unparsed iptables-save line, where the comment is quoted (`… id:
+ * \"<id>\""`): for line filters, which run before a line is parsed and must stay cheap.
+ */
+const SAVED_TAG_ID = /id: \\"([^"\\]*)\\""/;
+
+const ALLOC_CHAIN = /^CNI-(?:DN-[0-9a-f]{21}|[0-9a-f]{24})$/;
+
+/** The chains the bridge and portmap plugins name after (network, container id). */
+export function allocChains(network: string, allocId: string): { masq: string; dnat: string } {
+  const hash = createHash('sha512')
+    .update(network + allocId)
+    .digest('hex');
+  return { masq: `CNI-${hash.slice(0, 24)}`, dnat: `CNI-DN-${hash.slice(0, 21)}` };
+}
+
+/** The chains of `allocIds` in each of `networks`, each with the allocation it belongs to. */
+export function chainsOf(
+  allocIds: Iterable<string>,
+  networks: Iterable<string>,
+): Map<string, string> {
+  const owners = new Map<string, string>();
+  const nets = [...networks];
+  for (const id of allocIds)
+    for (const net of nets) {
+      const c = allocChains(net, id);
+      owners.set(c.masq, id);
+      owners.set(c.dnat, id);
+    }
+  return owners;
+}
+
+/** True for a name shaped like `allocChains` gives (some allocation's, in some network). */
+export function isAllocChain(name: string): boolean {
+  return ALLOC_CHAIN.test(name);
+}
+
+/** The value of one of a rule's match options (`-s`, `-p`, `--dport`), or undefined. */
+export function matchOption(rule: Rule, option: string): string | undefined {
+  return rule.matches.flatMap((m) => m.options).find((o) => o.option === option)?.values[0];
+}
+
+/** Where a DNAT rule (portmap's) sends traffic, `<ip>:<port>` or `[<ip6>]:<port>`; else undefined. */
+export function dnatDestination(rule: Rule): string | undefined {
+  if (rule.target?.name !== 'DNAT') return undefined;
+  return rule.target.options.find((o) => o.option === '--to-destination')?.values[0];
+}
+
+/** The firewall plugin's two accept rules for one address, as iptables-save prints them. */
+export function firewallSpecs(address: string, family: Family): string[][] {
+  const host = `${address}/${family === 'ipv4' ? 32 : 128}`;
+  return [
+    ['-d', host, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'],
+    ['-s', host, '-j', 'ACCEPT'],
+  ];
+}
+
+/** The address of one of the firewall plugin's accept rules, or undefined for any other rule. */
+export function firewallAddress(rule: Rule): string | undefined {
+  const s = rule.spec;
+  const isAccept =
+    (s.length === 4 && s[0] === '-s' && s[2] === '-j' && s[3] === 'ACCEPT') ||
+    (s.length === 8 &&
+      s[0] === '-d' &&
+      s.slice(2).join(' ') === '-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT');
+  if (!isAccept) return undefined;
+  const [host, prefix] = (s[1] ?? '').split('/');
+  return host !== undefined && (prefix === '32' || prefix === '128') ? host : undefined;
+}
+
+/** Same argv, an address compared as an address (`fd00::2/128` however it is written). */
+export function sameSpec(found: readonly string[], wanted: readonly string[]): boolean {
+  return (
+    found.length === wanted.length &&
+    found.every((word, i) => {
+      const other = wanted[i] as string;
+      if (word === other) return true;
+      try {
+        const [a, b] = [ipaddr.parseCIDR(word), ipaddr.parseCIDR(other)];
+        return a[1] === b[1] && a[0].kind() === b[0].kind() && a[0].toString() === b[0].toString();
+      } catch {
+        return false;
+      }
+    })
+  );
+}
+
+/**
+ * A line filter for one allocation's state: its id (every tag), its chains in the given networks,
+ * and its addresses (the firewall's untagged rules). Only for allocations whose addresses are all
+ * known: a rule about an address not listed here would be missed.
+ */
+export function linesAbout(
+  allocId: string,
+  networks: readonly string[],
+  addresses: readonly string[],
+): (line: string) => boolean {
+  const needles = [allocId, ...chainsOf([allocId], networks).keys()];
+  for (const a of addresses) needles.push(`${a}/32`, `${a}/128`);
+  return (line) => needles.some((n) => line.includes(n));
+}
+
+/**
+ * A line filter that drops what belongs to the allocations in `known`: rules in their chains,
+ * rules tagged with their ids, rules jumping to their chains, their chains' declarations. What is
+ * left is what a leak search can care about; on a node with 1,000 live allocations that keeps a
+ * few hundred of 13,000 lines (the firewall's untagged rules stay: they are judged by address).
+ */
+export function linesNotAbout(
+  known: ReadonlySet<string>,
+  networks: readonly string[],
+): (line: string) => boolean {
+  const chains = chainsOf(known, networks);
+  return (line) => {
+    if (line.startsWith(':')) return !chains.has(line.slice(1, line.indexOf(' ')));
+    if (!line.startsWith('-A ')) return true;
+    if (chains.has(line.slice(3, line.indexOf(' ', 3)))) return false;
+    const id = SAVED_TAG_ID.exec(line)?.[1];
+    if (id !== undefined && known.has(id)) return false;
+    const jump = line.lastIndexOf(' -j ');
+    return !(jump >= 0 && chains.has(line.slice(jump + 4).split(' ', 1)[0] ?? ''));
+  };
+}

@@ -1,0 +1,122 @@
+// What a sweep removes, and what is done with it between the making (`plan` in sweep.ts) and the
+// applying (`apply` there): split by owner, joined, restricted to some owners, described as a
+// report. Pure: no I/O.
+import { formatArgs } from '@allocnet/iptables-node';
+import type { Family, Rule } from '@allocnet/iptables-node';
+import type { FoundChain, FoundReservation, FoundRule, HostState } from './types.js';
+
+/** A cache file of the CNI runtime (a result, or an ADD-in-progress marker). */
+export interface CacheFile {
+  readonly kind: 'result' | 'adding';
+  readonly network: string;
+  readonly allocId: string;
+  readonly ifName: string;
+  readonly path: string;
+}
+
+/** A rule to delete, and the allocation it belongs to (undefined: no one's, an orphan). */
+export interface PlannedRule {
+  readonly family: Family;
+  readonly rule: Rule;
+  readonly owner: string | undefined;
+}
+
+/** A chain to flush and delete, and its allocation. */
+export interface PlannedChain {
+  readonly family: Family;
+  readonly table: Rule['table'];
+  readonly chain: string;
+  readonly owner: string | undefined;
+}
+
+/** What to remove: rules outside the doomed chains, the chains, files. */
+export interface Plan {
+  readonly rules: readonly PlannedRule[];
+  readonly chains: readonly PlannedChain[];
+  readonly reservations: readonly FoundReservation[];
+  readonly cache: readonly CacheFile[];
+}
+
+export const EMPTY_PLAN: Plan = { rules: [], chains: [], reservations: [], cache: [] };
+
+export const EMPTY_STATE: HostState = { rules: [], chains: [], reservations: [], cacheFiles: [] };
+
+/** How much a plan or a report holds, by kind (for logs). */
+export function counts(state: Plan | HostState) {
+  return {
+    rules: state.rules.length,
+    chains: state.chains.length,
+    reservations: state.reservations.length,
+    cacheFiles: ('cache' in state ? state.cache : state.cacheFiles).length,
+  };
+}
+
+/** True when a plan (or a report) holds nothing. */
+export function isEmpty(state: Plan | HostState): boolean {
+  return Object.values(counts(state)).every((n) => n === 0);
+}
+
+/** A plan split by owner (undefined: the orphans), in one pass. */
+export function groupPlan(plan: Plan): Map<string | undefined, Plan> {
+  const groups = new Map<
+    string | undefined,
+    {
+      rules: PlannedRule[];
+      chains: PlannedChain[];
+      reservations: FoundReservation[];
+      cache: CacheFile[];
+    }
+  >();
+  const group = (owner: string | undefined) => {
+    let g = groups.get(owner);
+    if (g === undefined) {
+      g = { rules: [], chains: [], reservations: [], cache: [] };
+      groups.set(owner, g);
+    }
+    return g;
+  };
+  for (const r of plan.rules) group(r.owner).rules.push(r);
+  for (const c of plan.chains) group(c.owner).chains.push(c);
+  for (const r of plan.reservations) group(r.allocId).reservations.push(r);
+  for (const c of plan.cache) group(c.allocId).cache.push(c);
+  return groups;
+}
+
+/** Several plans as one. */
+export function joinPlans(plans: readonly Plan[]): Plan {
+  return {
+    rules: plans.flatMap((p) => p.rules),
+    chains: plans.flatMap((p) => p.chains),
+    reservations: plans.flatMap((p) => p.reservations),
+    cache: plans.flatMap((p) => p.cache),
+  };
+}
+
+/** The part of a plan that belongs to `owners` (undefined in the set: the orphans). */
+export function planOwnedBy(plan: Plan, owners: ReadonlySet<string | undefined>): Plan {
+  return {
+    rules: plan.rules.filter((r) => owners.has(r.owner)),
+    chains: plan.chains.filter((c) => owners.has(c.owner)),
+    reservations: plan.reservations.filter((r) => owners.has(r.allocId)),
+    cache: plan.cache.filter((c) => owners.has(c.allocId)),
+  };
+}
+
+/** The plan as a report. */
+export function describePlan(plan: Plan): HostState {
+  return {
+    rules: plan.rules.map(({ family, rule }): FoundRule => ({
+      family,
+      table: rule.table,
+      chain: rule.chain,
+      line: `-A ${rule.chain} ${formatArgs(rule.spec)}`,
+    })),
+    chains: plan.chains.map((c): FoundChain => ({
+      family: c.family,
+      table: c.table,
+      chain: c.chain,
+    })),
+    reservations: plan.reservations,
+    cacheFiles: plan.cache.map((c) => c.path),
+  };
+}

@@ -1,0 +1,287 @@
+// Teardown: DEL with what the ADD used (or with what the CNI runtime cached, without an
+// attachment), then, always, the audit: whatever is still tagged with the allocation is swept
+// (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup` (operators) and
+// `sweepAfterFailure` (setup.ts, after a failed setup).
+//
+// Concurrency: teardowns of different allocations run in parallel with each other and with
+// setups, CHECKs and reaps; the runner never runs two operations on one allocation at once, so an
+// allocation's DEL and audit never meet its own ADD. The audit takes no lock: other allocations'
+// plugins change iptables under it, and `sweep` plans again when a restore fails because of that.
+// Its cheap questions read CNI-FORWARD through the shared chain reader, each read begun after the
+// asking DEL ended.
+import type { CacheEntry, NetworkConfig } from '@allocnet/cni';
+import type { CallOptions, Family } from '@allocnet/iptables-node';
+import { familyOf } from './address.js';
+import { callOf, cniAttachment } from './context.js';
+import type { ConfiguratorContext } from './context.js';
+import { ConfiguratorError, invalidField, messageOf } from './errors.js';
+import { readReservation } from './ipam.js';
+import { allocChains, firewallSpecs, linesAbout, sameSpec } from './marks.js';
+import { EMPTY_STATE, counts, isEmpty } from './plan.js';
+import { checkAllocId } from './spec.js';
+import { plan, scan, sweep } from './sweep.js';
+import type { ScanOptions, Selection } from './sweep.js';
+import type {
+  AllocAttachment,
+  AllocNetworking,
+  HostState,
+  LeakSweeper,
+  TeardownReport,
+} from './types.js';
+
+/**
+ * Plugins whose marks on the node are all known (docs/cni.md, "What the plugins leave"): tagged
+ * masquerade and DNAT chains, untagged firewall accept rules, host-local files; or nothing at all.
+ */
+const KNOWN_MARKS = new Set([
+  'loopback',
+  'bridge',
+  'ptp',
+  'firewall',
+  'portmap',
+  'tuning',
+  'bandwidth',
+]);
+
+/** Sweeps one selection: what was removed (with `dryRun`, what would be); throws what stayed. */
+async function sweepSelection(
+  ctx: ConfiguratorContext,
+  scanOptions: ScanOptions,
+  selection: Selection,
+  options: CallOptions & { readonly dryRun?: boolean },
+): Promise<HostState> {
+  const { removed, error } = await sweep(
+    ctx,
+    async () => plan(await scan(ctx, scanOptions), selection),
+    options,
+  );
+  if (error !== undefined) throw error;
+  return removed;
+}
+
+/** After a failed setup: whatever the attempts left tagged with the allocation goes. */
+export async function sweepAfterFailure(
+  ctx: ConfiguratorContext,
+  allocId: string,
+  network: NetworkConfig,
+  addresses: readonly string[],
+): Promise<void> {
+  try {
+    const removed = await sweepSelection(
+      ctx,
+      { fullIpam: [ctx.factsOf(network)], withCache: true },
+      { allocIds: new Set([allocId]), networks: [network.name], addresses },
+      {},
+    );
+    if (!isEmpty(removed))
+      ctx.logger.warn('failed setup left state behind; removed it', {
+        allocId,
+        ...counts(removed),
+      });
+  } catch (error) {
+    ctx.logger.warn('sweep after a failed setup failed', { allocId, error: messageOf(error) });
+  }
+}
+
+/** What the CNI runtime cached for an allocation: results and ADD markers, in any network. */
+async function cachedAttachments(ctx: ConfiguratorContext, allocId: string): Promise<CacheEntry[]> {
+  const snapshot = await ctx.catalog.current();
+  const names = ctx.managedFacts(snapshot).map((f) => f.name);
+  const results = await Promise.all(
+    names.map(async (name) => {
+      try {
+        return await ctx.cache.readResult(name, allocId, ctx.ifName);
+      } catch (error) {
+        // An entry that cannot be read cannot drive a DEL; the audit removes the file.
+        ctx.logger.warn('CNI cache entry cannot be read', {
+          allocId,
+          network: name,
+          error: messageOf(error),
+        });
+        return undefined;
+      }
+    }),
+  );
+  const pending = (await ctx.runtime.pendingAdds()).filter(
+    (e) => e.containerId === allocId && !results.some((r) => r?.networkName === e.networkName),
+  );
+  return [...results.filter((r): r is CacheEntry => r !== undefined), ...pending];
+}
+
+/**
+ * After a DEL that succeeded, with every address known and only plugins whose marks are known
+ * (docs/cni.md): whether anything of the allocation is left, asked with a few cheap questions
+ * instead of reading all of iptables. A jump tagged with the allocation cannot outlive the
+ * chain it jumps to (iptables refuses to delete a referenced chain), so the existence of
+ * `CNI-<h>` and `CNI-DN-<h>` answers for every tagged rule; the firewall's untagged rules are
+ * asked for by address; the reservations by file. On a node with 1,000 allocations that is
+ * about 17 ms where iptables-save takes 138 ms (measured). True means "look properly".
+ */
+async function mayHaveLeft(
+  ctx: ConfiguratorContext,
+  attachment: AllocAttachment,
+  call: CallOptions,
+): Promise<boolean> {
+  const network = ctx.snapshotNetwork(attachment);
+  if (!network.plugins.every((p) => KNOWN_MARKS.has(p.type))) return true;
+  const facts = ctx.factsOf(network);
+  const chains = allocChains(network.name, attachment.allocId);
+  const checks: Promise<boolean>[] = [];
+  const families = new Set(
+    attachment.addresses.map(familyOf).filter((f): f is Family => f !== undefined),
+  );
+  for (const family of families) {
+    const ipt = ctx.iptables[family];
+    checks.push(
+      ipt.chainExists('nat', chains.masq, call),
+      ipt.chainExists('nat', chains.dnat, call),
+    );
+    if (facts.firewallAdminChain !== undefined) {
+      // One read of CNI-FORWARD, shared by concurrent teardowns, begun after this DEL ended.
+      const specs = attachment.addresses
+        .filter((a) => familyOf(a) === family)
+        .flatMap((address) => firewallSpecs(address, family));
+      checks.push(
+        ctx
+          .readChain(family, 'filter', 'CNI-FORWARD', call)
+          .then((rules) => specs.some((spec) => (rules ?? []).some((r) => sameSpec(r.spec, spec)))),
+      );
+    }
+  }
+  if (facts.ipamDir !== undefined) {
+    const dir = facts.ipamDir;
+    for (const address of attachment.addresses)
+      checks.push(
+        readReservation(network.name, dir, address).then((r) => r?.allocId === attachment.allocId),
+      );
+  }
+  return (await Promise.all(checks)).some((found) => found);
+}
+
+/** The audit after a DEL: the cheap questions when they can answer, else a sweep. */
+async function audit(
+  ctx: ConfiguratorContext,
+  allocId: string,
+  attachment: AllocAttachment | undefined,
+  delFailed: boolean,
+  call: CallOptions,
+): Promise<HostState> {
+  const snapshot = await ctx.catalog.current();
+  const own = attachment === undefined ? undefined : ctx.snapshotNetwork(attachment);
+  const managed = ctx.managedFacts(snapshot, own === undefined ? [] : [own]);
+  const ownFacts = own === undefined ? undefined : ctx.factsOf(own);
+  const fast = ownFacts !== undefined && !delFailed;
+  if (fast && attachment !== undefined && !(await mayHaveLeft(ctx, attachment, call)))
+    return EMPTY_STATE;
+  const names = managed.map((f) => f.name);
+  const addresses = attachment?.addresses ?? [];
+  return sweepSelection(
+    ctx,
+    {
+      // A DEL that succeeded released the reservation and the cache entry; only the
+      // allocation's own addresses need a look. Otherwise read everything.
+      fullIpam: fast ? [] : ownFacts !== undefined ? [ownFacts] : managed,
+      addressesIn: fast ? addresses.map((address) => ({ facts: ownFacts, address })) : [],
+      withCache: !fast,
+      // With every address known, only lines about this allocation need parsing: on a node
+      // with 1,000 allocations that is a few lines of 13,000.
+      ...(fast ? { lines: linesAbout(allocId, names, addresses) } : {}),
+      ...call,
+    },
+    { allocIds: new Set([allocId]), networks: names, addresses },
+    call,
+  );
+}
+
+export function createTeardown(
+  ctx: ConfiguratorContext,
+): Pick<AllocNetworking, 'teardown'> & Pick<LeakSweeper, 'forceCleanup'> {
+  const { runtime, logger } = ctx;
+  return {
+    async teardown(allocIdInput, attachment, opts): Promise<TeardownReport> {
+      const allocId = checkAllocId(allocIdInput);
+      const call = callOf(opts);
+      let delError: string | undefined;
+      let delRan = attachment !== undefined;
+      if (attachment === undefined) {
+        // No attachment (a crash between ADD and the record, or an unknown allocation): DEL
+        // from what the CNI runtime cached for it, if anything, so the container side goes too.
+        const cached = await cachedAttachments(ctx, allocId);
+        for (const entry of cached) {
+          delRan = true;
+          try {
+            await runtime.undoPendingAdd(entry, call);
+          } catch (error) {
+            delError ??= messageOf(error);
+            logger.warn('DEL from the CNI cache failed; the audit removes what it left', {
+              allocId,
+              network: entry.networkName,
+              error: messageOf(error),
+            });
+          }
+        }
+      } else {
+        if (attachment.allocId !== allocId)
+          throw invalidField(
+            'attachment.allocId',
+            `is ${JSON.stringify(attachment.allocId)}, not ${JSON.stringify(allocId)}`,
+          );
+        try {
+          await runtime.del(ctx.snapshotNetwork(attachment), cniAttachment(attachment), call);
+        } catch (error) {
+          delError = messageOf(error);
+          logger.warn('DEL failed; the audit removes what it left', { allocId, error: delError });
+        }
+      }
+      let removed: HostState;
+      try {
+        removed = await audit(ctx, allocId, attachment, delError !== undefined, call);
+      } catch (error) {
+        throw new ConfiguratorError(
+          `tearing down ${JSON.stringify(allocId)}: state tagged with it could not be removed: ${messageOf(error)}`,
+          { code: 'teardown-failed', allocId, cause: error },
+        );
+      }
+      if (!isEmpty(removed))
+        logger.warn('teardown audit removed state the DEL left', {
+          allocId,
+          delError,
+          ...counts(removed),
+        });
+      return { allocId, delRan, delError, removed };
+    },
+
+    async forceCleanup(allocIdInput, opts) {
+      const allocId = checkAllocId(allocIdInput);
+      const network = opts?.network === undefined || opts.network === '' ? undefined : opts.network;
+      const call = callOf(opts);
+      const snapshot = await ctx.catalog.current();
+      const managed = ctx.managedFacts(snapshot);
+      const dryRun = opts?.dryRun ?? false;
+      try {
+        const removed = await sweepSelection(
+          ctx,
+          {
+            fullIpam: network === undefined ? managed : managed.filter((f) => f.name === network),
+            withCache: true,
+            ...call,
+          },
+          {
+            allocIds: new Set([allocId]),
+            ...(network === undefined ? {} : { network }),
+            networks: managed.map((f) => f.name),
+            addresses: [],
+          },
+          { ...call, dryRun },
+        );
+        return { allocId, dryRun, removed };
+      } catch (error) {
+        throw new ConfiguratorError(`cleaning up ${JSON.stringify(allocId)}: ${messageOf(error)}`, {
+          code: 'cleanup-failed',
+          allocId,
+          cause: error,
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,228 @@
+// How the runtime invokes plugins (libcni's pkg/invoke): where each binary is, what it gets (the
+// CNI_* variables over the caller's environment, and its stdin), and running one plugin or a
+// whole chain through the `PluginExec` seam, each run logged at debug with its duration. A plugin
+// that does not exit 0 becomes a `CniError` (plugin-output.ts).
+import type { NetworkConfig, PluginConfig } from './config.js';
+import type { CniVerb } from './errors.js';
+import type { PluginExec, StartedPlugin } from './exec.js';
+import type { Logger } from './logger.js';
+import { findPlugin } from './lookup.js';
+import { pluginFailure } from './plugin-output.js';
+import { formatArgs } from './validate.js';
+import type { CniArgs } from './validate.js';
+
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+}
+
+/** One plugin of a chain and the binary that runs it. */
+export interface Step {
+  readonly plugin: PluginConfig;
+  readonly path: string;
+}
+
+/** What the CNI_* variables say of an attachment (all empty for STATUS and GC). */
+export interface EnvTarget {
+  readonly containerId: string;
+  readonly netns: string;
+  readonly ifName: string;
+  readonly args: CniArgs;
+}
+
+const CNI_VARIABLES = new Set([
+  'CNI_COMMAND',
+  'CNI_CONTAINERID',
+  'CNI_NETNS',
+  'CNI_IFNAME',
+  'CNI_ARGS',
+  'CNI_PATH',
+]);
+
+export interface InvokerOptions {
+  readonly pluginDirs: readonly string[];
+  readonly exec: PluginExec;
+  /** Per plugin process, from when it gets its stdin. */
+  readonly timeoutMs: number;
+  /** The environment plugins start from. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly logger: Logger;
+}
+
+export interface Invoker {
+  /** The binary of every plugin of the network, in chain order; `plugin-not-found` otherwise. */
+  resolve(network: NetworkConfig): Step[];
+  /** A plugin's whole environment for `verb` on `target`. */
+  env(verb: CniVerb, target: EnvTarget): Record<string, string>;
+  /** Runs one plugin on its own; resolves its stdout on exit 0, throws `CniError` otherwise. */
+  run(
+    step: Step,
+    verb: CniVerb,
+    stdin: string,
+    environment: Record<string, string>,
+    containerId: string | undefined,
+    call: CallOptions | undefined,
+  ): Promise<string>;
+  /**
+   * Runs `steps` one after another. Every plugin's process is started early and waits for its
+   * stdin, so nothing happens out of order: the first before `before` runs, the rest right after
+   * the first gets its stdin, while it works. Process start-up (a fork of this process, then the
+   * plugin's own runtime init) thus happens during the cheap first plugin (loopback, in most
+   * chains) instead of during the expensive ones. `stdinAt(i)` is asked only when step i is about
+   * to get its stdin, after step i - 1 finished. Stops at the first failure, cancelling the
+   * processes that never got their stdin.
+   */
+  runChain(
+    steps: readonly Step[],
+    verb: CniVerb,
+    environment: Record<string, string>,
+    containerId: string | undefined,
+    call: CallOptions | undefined,
+    stdinAt: (index: number) => string,
+    onOutput?: (index: number, stdout: string) => void,
+    before?: () => Promise<void>,
+  ): Promise<void>;
+}
+
+export function createInvoker(options: InvokerOptions): Invoker {
+  const { pluginDirs, exec, timeoutMs, logger } = options;
+  // The six CNI_* variables are always set on each call; an inherited one must not survive.
+  const baseEnv = Object.fromEntries(
+    Object.entries(options.env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && !CNI_VARIABLES.has(entry[0]),
+    ),
+  );
+  const cniPath = pluginDirs.join(':');
+
+  function env(verb: CniVerb, a: EnvTarget): Record<string, string> {
+    return {
+      ...baseEnv,
+      CNI_COMMAND: verb,
+      CNI_CONTAINERID: a.containerId,
+      CNI_NETNS: a.netns,
+      CNI_IFNAME: a.ifName,
+      CNI_ARGS: formatArgs(a.args),
+      CNI_PATH: cniPath,
+    };
+  }
+
+  function start(
+    step: Step,
+    environment: Record<string, string>,
+    call: CallOptions | undefined,
+  ): StartedPlugin {
+    return exec.start({
+      path: step.path,
+      env: environment,
+      timeoutMs,
+      ...(call?.signal === undefined ? {} : { signal: call.signal }),
+    });
+  }
+
+  /** Runs one started plugin; resolves its stdout on exit 0, throws `CniError` otherwise. */
+  async function finish(
+    started: StartedPlugin,
+    step: Step,
+    verb: CniVerb,
+    stdin: string,
+    containerId: string | undefined,
+  ): Promise<string> {
+    const began = performance.now();
+    const result = await started.run(stdin);
+    logger.debug('cni plugin', {
+      plugin: step.plugin.type,
+      verb,
+      containerId,
+      ms: Math.round(performance.now() - began),
+      ...(result.kind === 'exited' ? { exitCode: result.exitCode } : { failed: result.reason }),
+    });
+    if (result.kind === 'exited' && result.exitCode === 0) {
+      if (result.stderr.trim() !== '')
+        logger.debug('cni plugin stderr', {
+          plugin: step.plugin.type,
+          verb,
+          stderr: result.stderr,
+        });
+      return result.stdout;
+    }
+    throw pluginFailure(step.plugin.type, verb, containerId, result);
+  }
+
+  return {
+    resolve(network) {
+      return network.plugins.map((plugin) => ({
+        plugin,
+        path: findPlugin(plugin.type, pluginDirs),
+      }));
+    },
+    env,
+    run(step, verb, stdin, environment, containerId, call) {
+      return finish(start(step, environment, call), step, verb, stdin, containerId);
+    },
+    async runChain(
+      steps,
+      verb,
+      environment,
+      containerId,
+      call,
+      stdinAt,
+      onOutput = () => undefined,
+      before = () => Promise.resolve(),
+    ) {
+      if (steps.length === 0) return;
+      const started: (StartedPlugin | undefined)[] = [start(steps[0] as Step, environment, call)];
+      let done = 0;
+      try {
+        await before();
+        for (let i = 0; i < steps.length; i++) {
+          const running = finish(
+            started[i] as StartedPlugin,
+            steps[i] as Step,
+            verb,
+            stdinAt(i),
+            containerId,
+          );
+          started[i] = undefined;
+          if (i === 0)
+            for (let j = 1; j < steps.length; j++)
+              started[j] = start(steps[j] as Step, environment, call);
+          onOutput(i, await running);
+          done = i + 1;
+        }
+      } catch (error) {
+        for (const waiting of started.slice(done)) waiting?.cancel();
+        throw error;
+      }
+    },
+  };
+}
+
+/** A plugin's stdin: its object minus `capabilities`, with name, version, runtimeConfig, prevResult. */
+export function stdinFor(
+  plugin: PluginConfig,
+  network: NetworkConfig,
+  cniVersion: string,
+  extra: {
+    capabilityArgs?: Readonly<Record<string, unknown>>;
+    prevResult?: Record<string, unknown>;
+    fields?: Record<string, unknown>;
+  },
+): string {
+  const rest = Object.fromEntries(
+    Object.entries(plugin.raw).filter(
+      ([k]) => !['capabilities', 'runtimeConfig', 'prevResult', 'name', 'cniVersion'].includes(k),
+    ),
+  );
+  const runtimeConfig: Record<string, unknown> = {};
+  for (const capability of plugin.capabilities) {
+    const value = extra.capabilityArgs?.[capability];
+    if (value !== undefined) runtimeConfig[capability] = value;
+  }
+  return JSON.stringify({
+    cniVersion,
+    name: network.name,
+    ...rest,
+    ...(Object.keys(runtimeConfig).length > 0 ? { runtimeConfig } : {}),
+    ...(extra.prevResult === undefined ? {} : { prevResult: extra.prevResult }),
+    ...extra.fields,
+  });
+}

@@ -1,0 +1,18 @@
+export { createIpNetnsManager } from './manager.js';
+export type {
+  CallOptions,
+  CommandRequest,
+  CommandExec,
+  IpNetnsManager,
+  IpNetnsManagerOptions,
+  NetnsManager,
+} from './manager.js';
+export {
+  NETNS_RUN_DIR,
+  checkNetnsName,
+  parseLinkNames,
+  parseNetnsList,
+  parsePids,
+} from './names.js';
+export { NetnsError, isNetnsError } from './errors.js';
+export type { NetnsCommandOutcome, NetnsErrorCode, NetnsErrorDetails } from './errors.js';
