@@ -15,8 +15,9 @@ command -v apt-get >/dev/null || die "this script needs Debian (apt-get)"
 # containernetworking-plugins: the CNI plugins in /usr/lib/cni; iptables: iptables(-save/-restore),
 # nf_tables backend; iproute2: ip netns; util-linux: nsenter, setpriv; procps: sysctl;
 # iputils-ping: the namespace tests send packets across; shellcheck: lint of these scripts;
-# openssl: test certificates for the agent's TLS tests; fonts-dejavu-core: text in the benchmark's charts.
-PACKAGES=(containernetworking-plugins iptables iproute2 util-linux procps iputils-ping shellcheck ca-certificates openssl fonts-dejavu-core)
+# openssl: test certificates for the agent's TLS tests; fonts-dejavu-core: text in the benchmark's charts;
+# golang-go: builds allocnet-cni, the thin CNI plugin (stdlib-only Go, offline: GOPROXY=off).
+PACKAGES=(containernetworking-plugins iptables iproute2 util-linux procps iputils-ping shellcheck ca-certificates openssl fonts-dejavu-core golang-go)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

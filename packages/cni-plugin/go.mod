@@ -1,0 +1,3 @@
+module allocnet.dev/cni-plugin
+
+go 1.19
