@@ -1,5 +1,5 @@
 import { renderProblem } from '@allocnet/base';
-import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+import type { ContractError, ErrorKind, FieldPath, Problem } from '@allocnet/base';
 
 export { messageOf, show } from '@allocnet/base';
 
@@ -60,7 +60,7 @@ const BRAND = Symbol.for('@allocnet/agent.AgentError');
  * The one error type of this package. Its message puts the context first and quotes values:
  * `config: socket "run/agent.sock" is not an absolute path (flag --socket)`.
  */
-export class AgentError extends Error {
+export class AgentError extends Error implements ContractError {
   readonly code: AgentErrorCode;
   readonly kind: ErrorKind;
   readonly field: string | undefined;

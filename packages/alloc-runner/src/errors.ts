@@ -6,7 +6,7 @@ import {
   messageOf,
   renderProblem,
 } from '@allocnet/base';
-import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+import type { ContractError, ErrorKind, FieldPath, Problem } from '@allocnet/base';
 
 export { carriedKind, invalidInputOf, kindOf, messageOf };
 
@@ -77,7 +77,7 @@ const BRAND = Symbol.for('@allocnet/alloc-runner.RunnerError');
  * The one error type of this package. Its message puts the context first and quotes
  * identifiers: `setup of allocation "6b23…" failed: plugin "bridge" failed (ADD) for …`.
  */
-export class RunnerError extends Error {
+export class RunnerError extends Error implements ContractError {
   readonly code: RunnerErrorCode;
   readonly kind: ErrorKind;
   readonly allocId: string | undefined;

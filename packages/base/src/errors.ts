@@ -61,7 +61,7 @@ export function renderProblem(problem: Problem, spell: FieldSpelling = formatPat
   return problem.map((part) => (typeof part === 'string' ? part : spell(part.field))).join('');
 }
 
-/** What the contract adds to an error class. */
+/** What the contract adds to an error class (the classes of the packages that take input implement it). */
 export interface ContractError extends Error {
   readonly kind: ErrorKind;
   /** For `invalid`: the bad field. */

@@ -1,5 +1,5 @@
 import { carriedKind, formatPath, messageOf, renderProblem } from '@allocnet/base';
-import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+import type { ContractError, ErrorKind, FieldPath, Problem } from '@allocnet/base';
 
 export { messageOf };
 
@@ -55,7 +55,7 @@ export interface ConfiguratorErrorDetails {
 const BRAND = Symbol.for('@allocnet/cni-configurator.ConfiguratorError');
 
 /** The one error type of this package; the message starts with the context. */
-export class ConfiguratorError extends Error {
+export class ConfiguratorError extends Error implements ContractError {
   readonly code: ConfiguratorErrorCode;
   readonly kind: ErrorKind;
   readonly path: FieldPath | undefined;

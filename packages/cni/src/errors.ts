@@ -1,5 +1,5 @@
 import { formatPath, renderProblem } from '@allocnet/base';
-import type { ErrorKind, FieldPath, Problem } from '@allocnet/base';
+import type { ContractError, ErrorKind, FieldPath, Problem } from '@allocnet/base';
 
 /** The verbs a runtime runs. */
 export type CniVerb = 'ADD' | 'CHECK' | 'DEL' | 'VERSION' | 'STATUS' | 'GC';
@@ -108,7 +108,7 @@ const BRAND = Symbol.for('@allocnet/cni.CniError');
  * The one error type of this package. Its message puts the context first and quotes identifiers:
  * `plugin "bridge" failed (ADD) for "6b235529-…": failed to allocate …`.
  */
-export class CniError extends Error {
+export class CniError extends Error implements ContractError {
   readonly code: CniErrorCode;
   readonly kind: ErrorKind;
   readonly specCode: number | undefined;
