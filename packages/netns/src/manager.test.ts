@@ -240,11 +240,14 @@ describe('links, deleteLink', () => {
       ok('1: lo: <LOOPBACK> mtu 65536\n4: veth1@if3: <BROADCAST> mtu 1500\n'),
       ok(),
       exit(1, 'Cannot find device "veth2"'),
+      // Found, then gone before the delete: its peer's namespace was deleted meanwhile.
+      exit(2, 'RTNETLINK answers: No such device'),
       exit(2, 'RTNETLINK answers: Operation not permitted'),
     ]);
     expect(await netns.links('n')).toEqual(['lo', 'veth1']);
     expect(await netns.deleteLink('n', 'veth1')).toBe(true);
     expect(await netns.deleteLink('n', 'veth2')).toBe(false);
+    expect(await netns.deleteLink('n', 'veth3')).toBe(false);
     expect((await failure(netns.deleteLink('n', 'lo'))).message).toBe(
       'ip -n n link del lo failed (exit status 2): RTNETLINK answers: Operation not permitted',
     );
@@ -252,6 +255,7 @@ describe('links, deleteLink', () => {
       'ip -n n -o link show',
       'ip -n n link del veth1',
       'ip -n n link del veth2',
+      'ip -n n link del veth3',
       'ip -n n link del lo',
     ]);
   });

@@ -240,7 +240,9 @@ export function createIpNetnsManager(options: IpNetnsManagerOptions = {}): IpNet
     async deleteLink(name, link, opts = {}) {
       const r = await run(ip, ['-n', checkNetnsName(name), 'link', 'del', link], opts.signal);
       if (r.ok) return true;
-      if (/Cannot find device/.test(r.outcome.stderr)) return false;
+      // Not there, or gone between the lookup and the delete (a veth whose peer's namespace was
+      // deleted meanwhile): RTNETLINK's ENODEV.
+      if (/Cannot find device|No such device/.test(r.outcome.stderr)) return false;
       throw failed(r.outcome);
     },
   };
