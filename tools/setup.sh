@@ -17,7 +17,12 @@ command -v apt-get >/dev/null || die "this script needs Debian (apt-get)"
 # iputils-ping: the namespace tests send packets across; shellcheck: lint of these scripts;
 # openssl: test certificates for the agent's TLS tests; fonts-dejavu-core: text in the benchmark's charts;
 # golang-go: builds allocnet-cni, the thin CNI plugin (stdlib-only Go, offline: GOPROXY=off).
-PACKAGES=(containernetworking-plugins iptables iproute2 util-linux procps iputils-ping shellcheck ca-certificates openssl fonts-dejavu-core golang-go)
+# The CNI clients the tests run through allocnet-cni: golang-github-containerd-go-cni-dev (go-cni's
+# and libcni's sources, for the go-cni driver built offline in GOPATH mode), containerd (1.6, with
+# its CRI plugin; pulls runc), podman (4.3, CNI backend) with crun (podman's runc cannot run
+# without cgroups: "not compatible with NoCgroups") and busybox-static (the podman test's rootfs).
+PACKAGES=(containernetworking-plugins iptables iproute2 util-linux procps iputils-ping shellcheck ca-certificates openssl fonts-dejavu-core golang-go
+  golang-github-containerd-go-cni-dev golang-github-appc-cni-dev containerd podman crun busybox-static)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

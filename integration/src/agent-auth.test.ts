@@ -15,6 +15,8 @@ import type { AgentHost, AgentProcess } from './fixtures/agent-host.js';
 
 const CLIENT = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'agent-tcp-client.mjs');
 const TOKEN = 'e2b1c7d9a4f04b6e8c3d5a7f9b1e2c4d';
+/** The subnet of the client's link (`lab.client`); the node, where the agent listens, is its .1. */
+const CLIENT_SUBNET = '10.77.0.0/24';
 const NODE_IP = '10.77.0.1';
 
 interface Call {
@@ -138,11 +140,7 @@ describe('TCP with TLS and client certificates', () => {
     host = await createAgentHost();
     try {
       certs = await makeCertificates(join(host.dir, 'tls'));
-      client = await host.lab.container('client');
-      await host.lab.veth(host.node, 'to-client', client, 'eth0');
-      await host.node.exec(['ip', 'addr', 'add', `${NODE_IP}/24`, 'dev', 'to-client']);
-      await client.exec(['ip', 'addr', 'add', '10.77.0.2/24', 'dev', 'eth0']);
-      await client.exec(['ip', 'link', 'set', 'lo', 'up']);
+      ({ netns: client } = await host.lab.client(host.node, { subnet: CLIENT_SUBNET }));
       agent = await host.start({
         args: ['--tcp-address', `${NODE_IP}:0`],
         env: {

@@ -66,11 +66,7 @@ describe('the agent process', () => {
     await warm(alloc);
     const baseline = await host.ruleset();
 
-    const client = await host.lab.container('client');
-    await host.lab.veth(host.node, 'to-client', client, 'eth0');
-    await host.node.exec(['ip', 'addr', 'add', '10.99.0.1/24', 'dev', 'to-client']);
-    await client.exec(['ip', 'addr', 'add', '10.99.0.2/24', 'dev', 'eth0']);
-    await client.exec(['ip', 'link', 'set', 'lo', 'up']);
+    const { netns: client, nodeAddress } = await host.lab.client(host.node);
 
     const r = request({ ports: [{ label: 'http', value: 8080, to: 80 }] });
     const { status, alreadySetUp } = await unary(alloc, 'SetupAllocNetwork', r, {
@@ -97,8 +93,8 @@ describe('the agent process', () => {
 
     const server = await startEchoServer(netnsName, 80);
     try {
-      expect(await echo(client.name, 'tcp', '10.99.0.1', 8080, 'hello')).toBe('tcp:hello');
-      expect(await echo(client.name, 'udp', '10.99.0.1', 8080, 'hello')).toBe('udp:hello');
+      expect(await echo(client.name, 'tcp', nodeAddress, 8080, 'hello')).toBe('tcp:hello');
+      expect(await echo(client.name, 'udp', nodeAddress, 8080, 'hello')).toBe('udp:hello');
     } finally {
       await server.stop();
     }

@@ -129,19 +129,19 @@ describe('the configurator on the real plugins', () => {
   it('serves host port 8080 → 80 over tcp and udp to a client on another host', async () => {
     const c = await make();
     const alloc = await lab.container('alloc');
-    const client = await lab.container('client');
-    await lab.veth(node, 'to-client', client, 'eth0');
-    await node.exec(['ip', 'addr', 'add', '10.99.0.1/24', 'dev', 'to-client']);
-    await client.exec(['ip', 'addr', 'add', '10.99.0.2/24', 'dev', 'eth0']);
-    await client.exec(['ip', 'link', 'set', 'lo', 'up']);
+    const client = await lab.client(node);
     const { status, attachment } = await c.setup(
       spec({ ports: [{ label: 'http', value: 8080, to: 80 }] }),
       alloc.path,
     );
     const server = await startEchoServer(alloc.name, 80);
     try {
-      expect(await echo(client.name, 'tcp', '10.99.0.1', 8080, 'hello')).toBe('tcp:hello');
-      expect(await echo(client.name, 'udp', '10.99.0.1', 8080, 'hello')).toBe('udp:hello');
+      expect(await echo(client.netns.name, 'tcp', client.nodeAddress, 8080, 'hello')).toBe(
+        'tcp:hello',
+      );
+      expect(await echo(client.netns.name, 'udp', client.nodeAddress, 8080, 'hello')).toBe(
+        'udp:hello',
+      );
       // CHECK passes (portmap's own CHECK is broken in 1.1.1; the configurator checks its rules).
       await expect(c.check(attachment)).resolves.toEqual({ ran: true });
     } finally {

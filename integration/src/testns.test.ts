@@ -51,6 +51,41 @@ describe('a netns lab', () => {
     expect((await listed()).filter((n) => n.startsWith(lab.prefix))).toEqual([]);
   });
 
+  it('wires a client to a node on 10.99.0.0/24 or the /24 it is given; the client reaches the node', async () => {
+    await withNetnsLab(async (lab) => {
+      const node = await lab.node();
+      const client = await lab.client(node);
+      expect(client).toEqual({
+        netns: expect.objectContaining({ role: 'container' }) as unknown,
+        address: '10.99.0.2',
+        nodeAddress: '10.99.0.1',
+      });
+      expect(client.netns.name).toMatch(new RegExp(`^${lab.prefix}-[0-9a-z]+-[0-9a-z]+-2-client$`));
+      expect(await client.netns.links()).toEqual(['lo', 'eth0']);
+      expect(
+        (await client.netns.exec(['ip', '-o', '-4', 'addr', 'show', 'eth0'])).stdout,
+      ).toContain('inet 10.99.0.2/24 ');
+      expect((await node.exec(['ip', '-o', '-4', 'addr', 'show', 'to-client'])).stdout).toContain(
+        'inet 10.99.0.1/24 ',
+      );
+      expect((await client.netns.exec(['ip', '-o', 'link', 'show', 'lo'])).stdout).toMatch(
+        /state UNKNOWN|,UP/,
+      );
+      await client.netns.exec(['ping', '-c', '1', '-W', '5', client.nodeAddress]);
+
+      const other = await lab.node('other');
+      const second = await lab.client(other, { subnet: '192.0.2.0/24' });
+      expect([second.address, second.nodeAddress]).toEqual(['192.0.2.2', '192.0.2.1']);
+      await second.netns.exec(['ping', '-c', '1', '-W', '5', second.nodeAddress]);
+
+      const made = lab.namespaces.length;
+      await expect(lab.client(node, { subnet: '10.99.0.0/16' })).rejects.toThrow(
+        'client subnet "10.99.0.0/16" is not an IPv4 /24 written as its network address (a.b.c.0/24)',
+      );
+      expect(lab.namespaces).toHaveLength(made);
+    });
+  });
+
   it('removes a namespace that still has a process, a bridge and a veth inside', async () => {
     const lab = createNetnsLab();
     const node = await lab.node();

@@ -150,6 +150,8 @@ describe('startAgent', () => {
           confDir: '/nonexistent',
           cacheDir: join(tmp.path, 'cache'),
           timeoutMs: 1000,
+          socket: join(tmp.path, 'cni.sock'),
+          queueDir: join(tmp.path, 'cni-queue'),
         },
       }),
     );

@@ -91,6 +91,8 @@ async function stopParts(
 ): Promise<void> {
   const began = Date.now();
   parts.servers.setServing(false);
+  parts.cniServer.setReady(false);
+  parts.stopCniQueue();
   logger.info('agent stopping', { reason, inFlight: parts.handlers.inFlight(), force });
   const problems: string[] = [];
   const step = async (what: string, fn: () => Promise<void>) => {
@@ -100,7 +102,10 @@ async function stopParts(
       problems.push(`${what}: ${messageOf(error)}`);
     }
   };
-  await parts.servers.drain(force ? 0 : config.shutdownTimeoutMs);
+  await Promise.all([
+    parts.servers.drain(force ? 0 : config.shutdownTimeoutMs),
+    step('CNI server', () => parts.cniServer.close(force ? 0 : config.shutdownTimeoutMs)),
+  ]);
   await step('socket file', () => parts.servers.socket.release());
   // Waits for every runner operation, the ones of cancelled calls rolling back included.
   await step('runner', () => parts.runner.close());

@@ -9,7 +9,7 @@ import { startAgent } from './agent.js';
 import type { RunningAgent } from './agent.js';
 import { loadAgentConfig } from './config.js';
 import type { AgentConfig, AgentFlags } from './config.js';
-import { CNI_CACHE_SUBDIR, DEFAULTS } from './defaults.js';
+import { CNI_CACHE_SUBDIR, CNI_QUEUE_SUBDIR, CNI_SOCKET_NAME, DEFAULTS } from './defaults.js';
 import { AgentError, isAgentError, messageOf } from './errors.js';
 import { createAgentLogger } from './logging.js';
 import { CONFIG_ENV, ENV_SETTINGS } from './settings.js';
@@ -164,6 +164,18 @@ export function agentCommand(io: AgentIo, options: AgentCommandOptions = {}): Co
         '--plugin-dir <dir>',
         `CNI plugin directory; repeat for several (default ${DEFAULT_PLUGIN_DIRS.join(':')})`,
       ).argParser(collect),
+    )
+    .addOption(
+      new Option(
+        '--cni-socket <path>',
+        `the CNI server's unix socket, where allocnet-cni calls (default ${CNI_SOCKET_NAME} beside --socket)`,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--cni-queue-dir <dir>',
+        `where allocnet-cni queues DELs while the agent is down (default <data-dir>/${CNI_QUEUE_SUBDIR})`,
+      ),
     )
     .addOption(
       new Option('--cache-dir <dir>', `CNI result cache (default <data-dir>/${CNI_CACHE_SUBDIR})`),

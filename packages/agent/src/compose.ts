@@ -15,7 +15,12 @@ import { createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
 import type { AgentConfig } from './config.js';
+import { CNI_QUEUE_REPLAY_INTERVAL_MS } from './defaults.js';
 import { AgentError, messageOf } from './errors.js';
+import { createCniHandler } from './cni-handler.js';
+import { replayCniQueue } from './cni-queue.js';
+import { startCniServer } from './cni-server.js';
+import type { CniServer } from './cni-server.js';
 import { createReapGate } from './gate.js';
 import { componentLogger } from './logging.js';
 import type { AgentLogger } from './logging.js';
@@ -64,6 +69,10 @@ export interface ComposedAgent {
   readonly configurator: CniConfigurator;
   readonly handlers: ServiceHandlers;
   readonly servers: GrpcServers;
+  /** allocnet-cni's server: ready once restore and the DEL-queue replay are done. */
+  readonly cniServer: CniServer;
+  /** Stops the DEL queue's periodic replay (the one at start is done). */
+  readonly stopCniQueue: () => void;
   readonly metricsServer: MetricsServer | undefined;
   /** Whether the TCP listener speaks TLS. */
   readonly tls: boolean;
@@ -150,6 +159,14 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     stats: () => runner?.stats(),
     version: options.version,
     ...(seams.processMetrics === undefined ? {} : { processMetrics: seams.processMetrics }),
+    origins: () => {
+      const counts: Record<string, number> = {};
+      for (const r of runner?.list() ?? []) {
+        const origin = r.spec.origin?.runtime ?? 'grpc';
+        counts[origin] = (counts[origin] ?? 0) + 1;
+      }
+      return counts;
+    },
   });
   const runtime =
     seams.runtime ??
@@ -209,6 +226,24 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
   const theRunner = runner;
   opened.push('runner', () => theRunner.close());
   checkNotAborted(signal);
+  // The CNI server listens before restore, answering 503 (allocnet-cni's ADD waits, its DEL
+  // queues) until restore and the queue replay are done.
+  const cniHandler = createCniHandler({
+    runner: theRunner,
+    catalog: () => configurator.catalog(),
+    reload: () => configurator.reload(),
+    ignoreHostIps: config.ignoreHostIps,
+    logger: componentLogger(logger, 'cni-server'),
+  });
+  const cniServer = await startCniServer({
+    socketPath: config.cni.socket,
+    handler: cniHandler,
+    logger: componentLogger(logger, 'cni-server'),
+    opened,
+    onCall: (command, code, seconds) => {
+      metrics.cniCall(command, code, seconds);
+    },
+  });
   await restore(theRunner, logger, signal);
   checkNotAborted(signal);
 
@@ -254,12 +289,49 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     opened.push('metrics listener', () => started.close());
   }
 
+  // DELs allocnet-cni queued while the agent was down, before the CNI server turns ready; then
+  // again at an interval, for a DEL queued while this start was under way.
+  const queue = {
+    dir: config.cni.queueDir,
+    handler: cniHandler,
+    logger: componentLogger(logger, 'cni-queue'),
+    onReplay: (outcome: 'replayed' | 'failed' | 'dropped') => {
+      metrics.cniQueueReplay(outcome);
+    },
+  };
+  const replayed = await replayCniQueue(queue, signal);
+  if (replayed.replayed + replayed.failed + replayed.dropped > 0)
+    logger.info('replayed the DELs allocnet-cni queued while the agent was down', { ...replayed });
+  checkNotAborted(signal);
+  let replaying = false;
+  const replayTimer = setInterval(() => {
+    if (replaying) return;
+    replaying = true;
+    replayCniQueue(queue)
+      .catch((error: unknown) => {
+        logger.warn('replaying the CNI DEL queue failed', { error: messageOf(error) });
+      })
+      .finally(() => {
+        replaying = false;
+      });
+  }, CNI_QUEUE_REPLAY_INTERVAL_MS);
+  replayTimer.unref();
+  opened.push('cni queue replay', () => {
+    clearInterval(replayTimer);
+    return Promise.resolve();
+  });
+  cniServer.setReady(true);
+
   return {
     metrics,
     runner: theRunner,
     configurator,
     handlers,
     servers,
+    cniServer,
+    stopCniQueue: () => {
+      clearInterval(replayTimer);
+    },
     metricsServer,
     tls: tls !== undefined,
     reload,

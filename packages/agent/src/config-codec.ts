@@ -104,6 +104,8 @@ export const LayerCodec = section('config', {
     confDir: AbsolutePath,
     cacheDir: AbsolutePath,
     timeoutMs: whole('TimeoutMs', 1, MAX_TIMER_MS, ' of milliseconds'),
+    socket: AbsolutePath,
+    queueDir: AbsolutePath,
   }),
   defaultNetwork: section('defaultNetwork', {
     name: Text,

@@ -41,6 +41,9 @@ const DEFAULT_CONFIG: AgentConfig = {
     confDir: '/etc/cni/net.d',
     cacheDir: '/var/lib/allocnet/cni',
     timeoutMs: 60000,
+    // allocnet-cni's own defaults (packages/cni-plugin/plugin.go): the two must agree.
+    socket: '/run/allocnet/cni.sock',
+    queueDir: '/var/lib/allocnet/cni-queue',
   },
   defaultNetwork: { ipamDataDir: '/var/run/cni' },
   netnsPrefix: 'alloc-',
@@ -81,6 +84,8 @@ cni:
   confDir: /etc/a/net.d
   cacheDir: /var/cache/a
   timeoutMs: 5000
+  socket: /run/a/cni/plugin.sock
+  queueDir: /srv/queue
 defaultNetwork:
   name: alloc
   bridge: allocbr0
@@ -114,6 +119,8 @@ readyFile: /run/a/ready.json
         confDir: '/etc/a/net.d',
         cacheDir: '/var/cache/a',
         timeoutMs: 5000,
+        socket: '/run/a/cni/plugin.sock',
+        queueDir: '/srv/queue',
       },
       defaultNetwork: {
         name: 'alloc',
@@ -160,6 +167,8 @@ readyFile: /run/a/ready.json
         ALLOCNET_CONF_DIR: '/c',
         ALLOCNET_CACHE_DIR: '/cache',
         ALLOCNET_CNI_TIMEOUT_MS: '1000',
+        ALLOCNET_CNI_SOCKET: '/cs/cni.sock',
+        ALLOCNET_CNI_QUEUE_DIR: '/q',
         ALLOCNET_IPAM_DATA_DIR: '/ipam',
         ALLOCNET_NETNS_PREFIX: 'n-',
         ALLOCNET_IGNORE_HOST_IPS: 'true',
@@ -181,7 +190,14 @@ readyFile: /run/a/ready.json
       dataDir: '/d',
       socket: '/s/agent.sock',
       tcp: { address: '127.0.0.1:0', operatorTokenFile: '/t' },
-      cni: { pluginDirs: ['/p1', '/p2'], confDir: '/c', cacheDir: '/cache', timeoutMs: 1000 },
+      cni: {
+        pluginDirs: ['/p1', '/p2'],
+        confDir: '/c',
+        cacheDir: '/cache',
+        timeoutMs: 1000,
+        socket: '/cs/cni.sock',
+        queueDir: '/q',
+      },
       defaultNetwork: { ipamDataDir: '/ipam' },
       netnsPrefix: 'n-',
       ignoreHostIps: true,
@@ -203,7 +219,7 @@ readyFile: /run/a/ready.json
     const config = await loadAgentConfig({
       file: path,
       env: { ALLOCNET_SOCKET: '/env/agent.sock', ALLOCNET_CONF_DIR: '/env/net.d' },
-      flags: { 'conf-dir': '/flag/net.d', 'plugin-dir': ['/f1', '/f2'] },
+      flags: { 'conf-dir': '/flag/net.d', 'plugin-dir': ['/f1', '/f2'], 'cni-queue-dir': '/fq' },
     });
     expect(config.dataDir).toBe('/from-file');
     expect(config.socket).toBe('/env/agent.sock');
@@ -212,6 +228,9 @@ readyFile: /run/a/ready.json
       confDir: '/flag/net.d',
       cacheDir: '/from-file/cni',
       timeoutMs: 7,
+      // Beside the gRPC socket unless set.
+      socket: '/env/cni.sock',
+      queueDir: '/fq',
     });
   });
 
@@ -230,7 +249,12 @@ readyFile: /run/a/ready.json
     [
       'an unknown nested key',
       { file: 'cni: { pluginDir: [/x] }\n' },
-      'config: cni.pluginDir is not a known key (known: pluginDirs, confDir, cacheDir, timeoutMs) (<file>)',
+      'config: cni.pluginDir is not a known key (known: pluginDirs, confDir, cacheDir, timeoutMs, socket, queueDir) (<file>)',
+    ],
+    [
+      'a CNI socket that is the gRPC socket',
+      { flags: { socket: '/run/a/cni.sock' } },
+      'config: cni.socket "/run/a/cni.sock" is also the gRPC socket (socket); give the CNI server a path of its own (flag --socket)',
     ],
     [
       'a relative path from a flag',

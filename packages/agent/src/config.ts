@@ -11,7 +11,7 @@ import { DEFAULT_PLUGIN_DIRS, decode } from '@allocnet/cni';
 import { defaultNetworkSettings } from '@allocnet/cni-configurator';
 import { LayerCodec, MAX_SOCKET_PATH_BYTES, isLoopback, parseHostPort } from './config-codec.js';
 import type { Layer, LogFormat, LogLevel, ReconcileMode } from './config-codec.js';
-import { CNI_CACHE_SUBDIR, DEFAULTS } from './defaults.js';
+import { CNI_CACHE_SUBDIR, CNI_QUEUE_SUBDIR, CNI_SOCKET_NAME, DEFAULTS } from './defaults.js';
 import { AgentError, messageOf, show } from './errors.js';
 import { ENV_SETTINGS, fromText, setPath } from './settings.js';
 
@@ -42,6 +42,16 @@ export interface CniSettings {
   readonly cacheDir: string;
   /** Per plugin process. */
   readonly timeoutMs: number;
+  /**
+   * The CNI server's unix socket, where `allocnet-cni` calls (docs/cni-plugin.md). Default
+   * `cni.sock` beside `socket` (`/run/allocnet/cni.sock`).
+   */
+  readonly socket: string;
+  /**
+   * Where `allocnet-cni` queues a DEL while the agent is down; replayed before the CNI server
+   * turns ready. Default `<dataDir>/cni-queue` (`/var/lib/allocnet/cni-queue`).
+   */
+  readonly queueDir: string;
 }
 
 /** The embedded default bridge network (the configurator's `DefaultNetworkOptions`). */
@@ -162,6 +172,20 @@ function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
       src('socket'),
     );
 
+  const cniSocket = layer.cni?.socket ?? posix.join(posix.dirname(socket), CNI_SOCKET_NAME);
+  if (Buffer.byteLength(cniSocket) > MAX_SOCKET_PATH_BYTES)
+    throw invalid(
+      'cni.socket',
+      `${show(cniSocket)} is ${Buffer.byteLength(cniSocket)} bytes long; a unix socket path has at most ${MAX_SOCKET_PATH_BYTES}`,
+      src('cni.socket') ?? src('socket'),
+    );
+  if (cniSocket === socket)
+    throw invalid(
+      'cni.socket',
+      `${show(cniSocket)} is also the gRPC socket (socket); give the CNI server a path of its own`,
+      src('cni.socket') ?? src('socket'),
+    );
+
   let tcp: TcpConfig | undefined;
   if (layer.tcp !== undefined && Object.keys(layer.tcp).length > 0) {
     const given = layer.tcp;
@@ -224,6 +248,8 @@ function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
       confDir: layer.cni?.confDir ?? DEFAULTS.confDir,
       cacheDir: layer.cni?.cacheDir ?? posix.join(dataDir, CNI_CACHE_SUBDIR),
       timeoutMs: layer.cni?.timeoutMs ?? DEFAULTS.cniTimeoutMs,
+      socket: cniSocket,
+      queueDir: layer.cni?.queueDir ?? posix.join(dataDir, CNI_QUEUE_SUBDIR),
     },
     defaultNetwork,
     netnsPrefix: layer.netnsPrefix ?? DEFAULTS.netnsPrefix,

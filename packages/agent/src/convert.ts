@@ -19,10 +19,13 @@ const PHASES: Readonly<Record<AllocPhase, Phase>> = {
 
 /**
  * An allocation's record as `AllocNetworkStatus`. A record that is not ready has no status from
- * the plugins: its network is the one its spec asked for (`defaultNetwork` when none).
+ * the plugins: its network is the one its spec asked for (`defaultNetwork` when none). `origin`
+ * is set only for an attachment a runtime asked for through the CNI server; for one set up over
+ * gRPC it stays unset (nothing on the wire: the receiver reads `null`).
  */
 export function statusMessage(record: AllocRecord, defaultNetwork: string): AllocNetworkStatus {
   const status = record.status;
+  const origin = record.spec.origin;
   const attempts = status?.attempts ?? 0;
   return {
     allocId: record.allocId,
@@ -48,6 +51,15 @@ export function statusMessage(record: AllocRecord, defaultNetwork: string): Allo
     updatedAtUnixMs: record.updatedAtMs,
     error: record.error ?? '',
     netnsCreatedByAgent: record.netnsCreated,
+    ...(origin === undefined
+      ? {}
+      : {
+          origin: {
+            runtime: origin.runtime,
+            containerId: origin.containerId,
+            ifname: origin.ifName,
+          },
+        }),
   };
 }
 

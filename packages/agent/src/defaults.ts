@@ -34,3 +34,15 @@ export const DEFAULTS = {
  * dir, not in libcni's /var/lib/cni, which other runtimes on the node may use.
  */
 export const CNI_CACHE_SUBDIR = 'cni';
+
+/** The CNI server's socket is this name beside the gRPC socket unless set (`/run/allocnet/cni.sock`). */
+export const CNI_SOCKET_NAME = 'cni.sock';
+
+/** `allocnet-cni`'s DEL queue is `<dataDir>/<this>` unless set (`/var/lib/allocnet/cni-queue`). */
+export const CNI_QUEUE_SUBDIR = 'cni-queue';
+
+/** How often the agent looks for DELs queued after its start's replay. */
+export const CNI_QUEUE_REPLAY_INTERVAL_MS = 5000;
+
+/** The largest request the CNI server reads: a conflist with a prevResult is a few KiB. */
+export const CNI_MAX_BODY_BYTES = 1024 * 1024;

@@ -15,6 +15,10 @@ export interface AgentMetrics {
   failure(op: string, code: string): void;
   /** One plugin process, from start of its stdin to its exit. */
   pluginExec(plugin: string, verb: string, seconds: number): void;
+  /** One CNI server call (`invalid` for a request that did not decode), by its CNI code (0: ok). */
+  cniCall(command: string, code: number, seconds: number): void;
+  /** One DEL from allocnet-cni's queue, by what became of it. */
+  cniQueueReplay(outcome: 'replayed' | 'failed' | 'dropped'): void;
 }
 
 export interface AgentMetricsOptions {
@@ -23,6 +27,8 @@ export interface AgentMetricsOptions {
   readonly version: string;
   /** Node process metrics (CPU, memory, event loop, fds) with prefix `allocnet_`. Default true. */
   readonly processMetrics?: boolean;
+  /** Records now by origin (`grpc`, or the CNI runtime: `nomad`, `kubernetes`, `podman`, `cni`). */
+  readonly origins?: () => Readonly<Record<string, number>>;
 }
 
 const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -109,6 +115,29 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     registers,
   });
   new Gauge({
+    name: 'allocnet_allocations_by_origin',
+    help: 'Allocation records now by who asked for them: grpc, or the CNI runtime (nomad, kubernetes, podman, cni)',
+    labelNames: ['origin'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [origin, n] of Object.entries(options.origins?.() ?? {})) this.set({ origin }, n);
+    },
+  });
+  const cniCalls = new Histogram({
+    name: 'allocnet_cni_call_duration_seconds',
+    help: 'CNI server calls from allocnet-cni, from request to answer, by CNI command and CNI error code (0: success)',
+    labelNames: ['command', 'code'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const cniReplays = new Counter({
+    name: 'allocnet_cni_queue_replayed_total',
+    help: 'DELs allocnet-cni queued while the agent was down, replayed by the agent, by outcome (failed ones stay queued)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  new Gauge({
     name: 'allocnet_agent_info',
     help: 'Always 1; the agent version as a label',
     labelNames: ['version'] as const,
@@ -122,6 +151,12 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     setup(seconds, outcome, n) {
       setupDuration.observe({ outcome }, seconds);
       if (n > 0) retries.inc(n);
+    },
+    cniCall(command, code, seconds) {
+      cniCalls.observe({ command, code: String(code) }, seconds);
+    },
+    cniQueueReplay(outcome) {
+      cniReplays.inc({ outcome });
     },
     teardown(seconds, outcome) {
       teardownDuration.observe({ outcome }, seconds);

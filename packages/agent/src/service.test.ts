@@ -199,6 +199,8 @@ describe('AllocNetworkService', () => {
       error: '',
       netnsCreatedByAgent: true,
       dns: { servers: [], searches: [], options: [] },
+      // Set up over gRPC: no CNI origin.
+      origin: null,
     });
     const again = await unary(alloc, 'SetupAllocNetwork', request);
     expect(again).toEqual({ ...first, alreadySetUp: true });
@@ -262,6 +264,43 @@ describe('AllocNetworkService', () => {
         durationMs: 750,
         outcome: 'ok',
       },
+    ]);
+  });
+
+  it("reports where an attachment came from: the CNI runtime's origin, none for gRPC", async () => {
+    await unary(alloc, 'SetupAllocNetwork', setupRequest());
+    // What the CNI server records for podman's ADD on eth1 (cni-request.ts `specOfAdd`): the
+    // runtime's namespace, the delegate network absent (the default), the origin.
+    const containerId = 'f3c1a7d2e4b5';
+    const cniId = 'cni-0123456789abcdef0123456789abcdef01234567';
+    const podNetns = '/run/netns/netns-4c7e';
+    netns.addPath(podNetns);
+    await runner.setup({
+      allocId: cniId,
+      namespace: 'default',
+      jobId: 'web-pod',
+      groupName: 'podman',
+      ifName: 'eth1',
+      netnsPath: podNetns,
+      origin: { runtime: 'podman', containerId, ifName: 'eth1' },
+    });
+
+    const cni = await unary(alloc, 'GetAllocNetwork', { allocId: cniId });
+    expect(cni.status).toMatchObject({
+      allocId: cniId,
+      network: 'nomad',
+      phase: 'PHASE_READY',
+      netnsPath: podNetns,
+      netnsCreatedByAgent: false,
+      origin: { runtime: 'podman', containerId, ifname: 'eth1' },
+    });
+    const grpcMade = await unary(alloc, 'GetAllocNetwork', { allocId: ID });
+    expect(grpcMade.status?.origin).toBeNull();
+    // The store lists by allocation id.
+    const listed = await unary(alloc, 'ListAllocNetworks', {});
+    expect(listed.allocations.map((a) => [a.allocId, a.origin])).toEqual([
+      [ID, null],
+      [cniId, { runtime: 'podman', containerId, ifname: 'eth1' }],
     ]);
   });
 

@@ -26,6 +26,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { key: 'cni.confDir', env: 'ALLOCNET_CONF_DIR', flag: 'conf-dir', kind: 'text' },
   { key: 'cni.cacheDir', env: 'ALLOCNET_CACHE_DIR', flag: 'cache-dir', kind: 'text' },
   { key: 'cni.timeoutMs', env: 'ALLOCNET_CNI_TIMEOUT_MS', kind: 'int' },
+  { key: 'cni.socket', env: 'ALLOCNET_CNI_SOCKET', flag: 'cni-socket', kind: 'text' },
+  { key: 'cni.queueDir', env: 'ALLOCNET_CNI_QUEUE_DIR', flag: 'cni-queue-dir', kind: 'text' },
   {
     key: 'defaultNetwork.ipamDataDir',
     env: 'ALLOCNET_IPAM_DATA_DIR',

@@ -14,7 +14,7 @@ export type { ReapOptions, ReconcileMode, ReconcileReport } from './reconciler.j
 export { RunnerError, invalidInput, isRunnerError } from './errors.js';
 export type { RunnerErrorCode, RunnerErrorDetails } from './errors.js';
 export { canonicalSpec, checkAllocId, decodeSpec, isValidSpec, specDifferences } from './spec.js';
-export type { InterruptedSetup, RunnerSpec, ValidRunnerSpec } from './spec.js';
+export type { CniOrigin, InterruptedSetup, RunnerSpec, ValidRunnerSpec } from './spec.js';
 export { SCHEMA_VERSION } from './record.js';
 export type { AllocPhase, AllocRecord } from './record.js';
 export { MIGRATIONS, RECORD_PREFIX, SCHEMA_KEY, openRunnerStore } from './store.js';

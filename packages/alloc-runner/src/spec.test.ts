@@ -49,6 +49,24 @@ describe('decodeSpec', () => {
       'spec.ports[0].hostIP is not a known field',
     ],
     [
+      'an origin with a bad container id',
+      { ...BASE, origin: { runtime: 'podman', containerId: 'a b', ifName: 'eth0' } },
+      'spec.origin.containerId',
+      'spec.origin.containerId "a b" is not 1 to 256 of [A-Za-z0-9_.-]',
+    ],
+    [
+      'an origin without its runtime',
+      { ...BASE, origin: { containerId: 'c1', ifName: 'eth0' } },
+      'spec.origin.runtime',
+      'spec.origin.runtime is missing',
+    ],
+    [
+      'an interface name too long',
+      { ...BASE, ifName: 'eth0123456789012' },
+      'spec.ifName',
+      'spec.ifName "eth0123456789012" is not an interface name (1 to 15 of [A-Za-z0-9_.-], not "." or "..")',
+    ],
+    [
       'an arg the agent sets',
       { ...BASE, cniArgs: { NOMAD_JOB_ID: 'x' } },
       'spec.cniArgs.NOMAD_JOB_ID',
@@ -110,6 +128,15 @@ describe('decodeSpec', () => {
       interruptedSetup: 'finish',
     };
     expect(decodeSpec(spec)).toEqual(spec);
+    // What the agent's CNI server asks for: one protocol per port, the runtime's ifname, origin.
+    const cni = {
+      ...BASE,
+      ports: [{ label: 'tcp/80', value: 18080, to: 80, protocol: 'tcp' }],
+      ifName: 'eth0',
+      netnsPath: '/var/run/netns/cni-1',
+      origin: { runtime: 'kubernetes', containerId: 'c'.repeat(64), ifName: 'eth0' },
+    };
+    expect(decodeSpec(cni)).toEqual(cni);
   });
 });
 
@@ -143,11 +170,23 @@ describe('canonicalSpec and specDifferences', () => {
         { ...BASE, ports: [{ label: 'h', value: 81 }], netnsPath: '/proc/1/ns/net' },
       ),
     ).toEqual(['netnsPath', 'ports']);
+    const origin = { runtime: 'podman', containerId: 'c1', ifName: 'eth0' };
+    expect(
+      specDifferences(
+        { ...BASE, origin, ports: [{ label: 'h', value: 80, protocol: 'tcp' }] },
+        { ...BASE, origin: { ...origin, ifName: 'net1' }, ports: [{ label: 'h', value: 80 }] },
+      ),
+    ).toEqual(['origin', 'ports']);
   });
 
   it('gives the configurator the spec without the runner’s fields', () => {
     expect(
-      configuratorSpec({ ...BASE, netnsPath: '/proc/1/ns/net', interruptedSetup: 'finish' }),
+      configuratorSpec({
+        ...BASE,
+        netnsPath: '/proc/1/ns/net',
+        interruptedSetup: 'finish',
+        origin: { runtime: 'cni', containerId: 'c1', ifName: 'eth0' },
+      }),
     ).toEqual(BASE);
   });
 });

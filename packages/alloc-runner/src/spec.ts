@@ -9,6 +9,18 @@ import {
 import type { AllocNetworkSpec, ValidAllocSpec } from '@allocnet/cni-configurator';
 import { invalidInput, invalidInputOf } from './errors.js';
 
+/**
+ * Where an attachment made through the agent's CNI server came from: the runtime that asked (as
+ * its CNI_ARGS tell: `kubernetes`, `nomad`, `podman`, or `cni` when they tell nothing), and the
+ * CNI_CONTAINERID and CNI_IFNAME it asked with. The namespace is `netnsPath`, the network
+ * `network`. Absent for an allocation set up over gRPC.
+ */
+export interface CniOrigin {
+  readonly runtime: string;
+  readonly containerId: string;
+  readonly ifName: string;
+}
+
 /** What restore does with a setup that a crash (or a kill) interrupted. */
 export type InterruptedSetup = 'fail' | 'finish';
 
@@ -28,6 +40,8 @@ export interface RunnerSpec extends AllocNetworkSpec {
    * (default) reports the allocation failed, `finish` sets it up again.
    */
   readonly interruptedSetup?: InterruptedSetup;
+  /** Set when a CNI runtime asked for this attachment (the agent's CNI server). */
+  readonly origin?: CniOrigin;
 }
 
 /** A spec `decodeSpec` gave (or that came back from the store): what the runner takes as is. */
@@ -58,8 +72,22 @@ const netnsPathCodec = checkedString(
 
 const interruptedSetupCodec = t.keyof({ fail: null, finish: null });
 
+const originText = (name: string, max: number) =>
+  checkedString(
+    name,
+    (s) => s !== '' && s.length <= max && /^[A-Za-z0-9_.-]+$/.test(s),
+    (s) => `${JSON.stringify(s.slice(0, 80))} is not 1 to ${max} of [A-Za-z0-9_.-]`,
+  );
+const originCodec = t.exact(
+  t.type({
+    runtime: originText('Runtime', 32),
+    containerId: originText('ContainerId', 256),
+    ifName: originText('IfName', 15),
+  }),
+);
+
 /** The fields a spec may have, by where they are; anything else is a mistake (a misspelling). */
-const PORT_FIELDS = new Set(['label', 'value', 'to', 'hostIp']);
+const PORT_FIELDS = new Set(['label', 'value', 'to', 'hostIp', 'protocol']);
 const LEGACY_PORT_FIELDS = new Set(['label', 'value', 'to']);
 const LEGACY_NETWORK_FIELDS = new Set(['reservedPorts', 'dynamicPorts']);
 const SPEC_FIELDS = new Set([
@@ -74,6 +102,8 @@ const SPEC_FIELDS = new Set([
   'cniArgs',
   'netnsPath',
   'interruptedSetup',
+  'origin',
+  'ifName',
 ]);
 
 function unknownField(
@@ -127,7 +157,7 @@ export function decodeSpec(value: unknown): ValidRunnerSpec {
     throw invalidInput(WHAT, ['spec'], [`should be an object, got ${show(value)}`]);
   }
   const input = value as Record<string, unknown>;
-  const { netnsPath, interruptedSetup, ...rest } = input;
+  const { netnsPath, interruptedSetup, origin, ...rest } = input;
   let spec: ValidAllocSpec;
   try {
     spec = decodeConfiguratorSpec(rest);
@@ -155,6 +185,12 @@ export function decodeSpec(value: unknown): ValidRunnerSpec {
     }
     out.interruptedSetup = policy.value;
   }
+  if (origin !== undefined) {
+    const known = decode(originCodec, origin);
+    if (!known.ok)
+      throw invalidInput(WHAT, ['spec', 'origin', ...known.problem.path], [known.problem.problem]);
+    out.origin = known.value;
+  }
   decoded.set(out, spec);
   return out as unknown as ValidRunnerSpec;
 }
@@ -180,6 +216,7 @@ export function configuratorSpec(spec: RunnerSpec): AllocNetworkSpec {
   const out: { -readonly [K in keyof RunnerSpec]?: RunnerSpec[K] } = { ...spec };
   delete out.netnsPath;
   delete out.interruptedSetup;
+  delete out.origin;
   return out as AllocNetworkSpec;
 }
 
@@ -200,12 +237,14 @@ function canonicalPort(p: {
   value: number;
   to?: number;
   hostIp?: string;
+  protocol?: string;
 }): Record<string, Json> {
   return {
     label: p.label,
     value: p.value,
     to: p.to === undefined || p.to < 1 ? p.value : p.to,
     ...(p.hostIp === undefined || p.hostIp === '' ? {} : { hostIp: p.hostIp }),
+    ...(p.protocol === undefined ? {} : { protocol: p.protocol }),
   };
 }
 
@@ -242,6 +281,8 @@ export function canonicalSpec(spec: RunnerSpec): Record<string, Json> {
   }
   if (Object.keys(args).length > 0) out.cniArgs = { ...args };
   if (spec.netnsPath !== undefined) out.netnsPath = spec.netnsPath;
+  if (spec.ifName !== undefined) out.ifName = spec.ifName;
+  if (spec.origin !== undefined) out.origin = { ...spec.origin };
   return sortKeys(out) as Record<string, Json>;
 }
 

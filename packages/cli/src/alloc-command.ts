@@ -49,13 +49,32 @@ export function phaseName(phase: string): string {
   return PHASES[phase] ?? phase.toLowerCase();
 }
 
+/**
+ * Who asked for an allocation: `grpc` (the scheduler's API, or `allocnet alloc setup`), else the
+ * runtime that asked through the agent's CNI server (`nomad`, `kubernetes`, `podman`, `cni`).
+ */
+export function originName(s: AllocNetworkStatus__Output): string {
+  return s.origin === null ? 'grpc' : s.origin.runtime || 'cni';
+}
+
+/** Whose the namespace is: the agent's, the runtime's (CNI), or a task driver's (no note). */
+function netnsNote(s: AllocNetworkStatus__Output): string {
+  if (s.netnsCreatedByAgent) return ' (made by the agent)';
+  return s.origin === null ? '' : " (the runtime's)";
+}
+
 export function statusLines(s: AllocNetworkStatus__Output): string[] {
+  const origin =
+    s.origin === null
+      ? originName(s)
+      : `${originName(s)} (container ${s.origin.containerId || '-'}, ifname ${s.origin.ifname || '-'})`;
   return [
     `${s.allocId}: ${phaseName(s.phase)} in network ${s.network}`,
+    `  origin     ${origin}`,
     `  interface  ${s.interfaceName || '-'}`,
     `  address    ${s.address || '-'}${s.addressIpv6 === '' ? '' : `  ${s.addressIpv6}`}`,
     `  ports      ${portsText(s.portMappings)}`,
-    `  netns      ${s.netnsPath || '-'}${s.netnsCreatedByAgent ? ' (made by the agent)' : ''}`,
+    `  netns      ${s.netnsPath || '-'}${netnsNote(s)}`,
     `  attempts   ${s.attempts}`,
     ...(s.dns !== null && s.dns.servers.length > 0
       ? [`  dns        ${s.dns.servers.join(',')}`]
@@ -71,11 +90,20 @@ export function statusRows(list: readonly AllocNetworkStatus__Output[]): string[
     s.network,
     s.address || s.addressIpv6 || '-',
     portsText(s.portMappings),
+    originName(s),
     s.netnsPath || '-',
   ]);
 }
 
-export const STATUS_HEADER = ['ALLOC ID', 'PHASE', 'NETWORK', 'ADDRESS', 'PORTS', 'NETNS'];
+export const STATUS_HEADER = [
+  'ALLOC ID',
+  'PHASE',
+  'NETWORK',
+  'ADDRESS',
+  'PORTS',
+  'ORIGIN',
+  'NETNS',
+];
 
 /** Runs `fn` with a connection, turning gRPC errors into one line and closing the clients. */
 export async function withAgent<T>(

@@ -1,5 +1,8 @@
 import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { tempDir } from '@allocnet/cni/testing';
+import { loadAllocnetProto } from '@allocnet/proto';
+import type { AllocNetworkServiceHandlers, AllocNetworkStatus__Output } from '@allocnet/proto';
 import { parseArg, parsePort, statusLines } from './alloc-command.js';
 import { runCli } from './index.js';
 import { formatTable } from './table.js';
@@ -94,35 +97,132 @@ describe('talking to agents that are not there', () => {
   });
 });
 
+/** A status as the agent sends it; `over` replaces what a test is about. */
+function status(over: Partial<AllocNetworkStatus__Output> = {}): AllocNetworkStatus__Output {
+  return {
+    allocId: 'a1',
+    network: 'nomad',
+    phase: 'PHASE_READY',
+    interfaceName: 'eth0',
+    address: '172.26.64.2',
+    addressIpv6: '',
+    dns: null,
+    netnsPath: '/run/netns/alloc-a1',
+    portMappings: [
+      { hostPort: 8080, containerPort: 80, protocol: 'tcp', hostIp: '' },
+      { hostPort: 8080, containerPort: 80, protocol: 'udp', hostIp: '' },
+    ],
+    attempts: 1,
+    retryCount: 0,
+    updatedAtUnixMs: '0',
+    error: '',
+    netnsCreatedByAgent: true,
+    origin: null,
+    ...over,
+  };
+}
+
+/** An attachment podman asked for through the agent's CNI server. */
+const podmanStatus = status({
+  allocId: 'f3c1a7d2e4b5',
+  address: '172.26.64.3',
+  portMappings: [],
+  netnsPath: '/run/netns/netns-4c7e',
+  netnsCreatedByAgent: false,
+  origin: { runtime: 'podman', containerId: 'f3c1a7d2e4b5', ifname: 'eth0' },
+});
+
 describe('statusLines', () => {
   it('prints a status for people, one port per tcp/udp pair', () => {
-    expect(
-      statusLines({
-        allocId: 'a1',
-        network: 'nomad',
-        phase: 'PHASE_READY',
-        interfaceName: 'eth0',
-        address: '172.26.64.2',
-        addressIpv6: '',
-        dns: null,
-        netnsPath: '/run/netns/alloc-a1',
-        portMappings: [
-          { hostPort: 8080, containerPort: 80, protocol: 'tcp', hostIp: '' },
-          { hostPort: 8080, containerPort: 80, protocol: 'udp', hostIp: '' },
-        ],
-        attempts: 1,
-        retryCount: 0,
-        updatedAtUnixMs: '0',
-        error: '',
-        netnsCreatedByAgent: true,
-      }),
-    ).toEqual([
+    expect(statusLines(status())).toEqual([
       'a1: ready in network nomad',
+      '  origin     grpc',
       '  interface  eth0',
       '  address    172.26.64.2',
       '  ports      8080→80',
       '  netns      /run/netns/alloc-a1 (made by the agent)',
       '  attempts   1',
     ]);
+  });
+
+  it("prints a CNI attachment's runtime, container id, ifname and the runtime's namespace", () => {
+    expect(statusLines(podmanStatus)).toEqual([
+      'f3c1a7d2e4b5: ready in network nomad',
+      '  origin     podman (container f3c1a7d2e4b5, ifname eth0)',
+      '  interface  eth0',
+      '  address    172.26.64.3',
+      '  ports      -',
+      "  netns      /run/netns/netns-4c7e (the runtime's)",
+      '  attempts   1',
+    ]);
+  });
+
+  it("leaves a task driver's namespace of a gRPC allocation unannotated", () => {
+    expect(
+      statusLines(status({ netnsPath: '/proc/42/ns/net', netnsCreatedByAgent: false })),
+    ).toContain('  netns      /proc/42/ns/net');
+  });
+});
+
+describe('allocnet alloc list and status against an agent', () => {
+  let server: grpc.Server;
+  let socket: string;
+
+  beforeEach(async () => {
+    const statuses = [status(), podmanStatus];
+    const handlers: Partial<AllocNetworkServiceHandlers> = {
+      ListAllocNetworks(_call, callback) {
+        callback(null, { allocations: statuses });
+      },
+      GetAllocNetwork(call, callback) {
+        callback(null, {
+          status: statuses.find((s) => s.allocId === call.request.allocId) ?? null,
+        });
+      },
+    };
+    server = new grpc.Server();
+    // Only the methods the commands call; grpc-js answers the others UNIMPLEMENTED.
+    server.addService(
+      loadAllocnetProto().allocnet.v1.AllocNetworkService.service,
+      handlers as grpc.UntypedServiceImplementation,
+    );
+    socket = join(dir.path, 'agent.sock');
+    await new Promise<void>((resolve, reject) => {
+      server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (error) => {
+        if (error) reject(error);
+        else resolve();
+      });
+    });
+  });
+  afterEach(() => {
+    server.forceShutdown();
+  });
+
+  it('list has an ORIGIN column: grpc, or the CNI runtime', async () => {
+    expect(await cli('alloc', 'list', '--address', socket)).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: [
+        'ALLOC ID      PHASE  NETWORK  ADDRESS      PORTS    ORIGIN  NETNS',
+        'a1            ready  nomad    172.26.64.2  8080→80  grpc    /run/netns/alloc-a1',
+        'f3c1a7d2e4b5  ready  nomad    172.26.64.3  -        podman  /run/netns/netns-4c7e',
+        '',
+      ].join('\n'),
+    });
+  });
+
+  it("status prints a CNI attachment's origin; --json gives the API's origin (null over gRPC)", async () => {
+    const out = await cli('alloc', 'status', 'f3c1a7d2e4b5', '--address', socket);
+    expect(out).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: `${statusLines(podmanStatus).join('\n')}\n`,
+    });
+    const cniJson = await cli('alloc', 'status', 'f3c1a7d2e4b5', '--address', socket, '--json');
+    expect(JSON.parse(cniJson.stdout)).toMatchObject({
+      origin: { runtime: 'podman', containerId: 'f3c1a7d2e4b5', ifname: 'eth0' },
+    });
+    const grpcJson = await cli('alloc', 'status', 'a1', '--address', socket, '--json');
+    expect(JSON.parse(grpcJson.stdout)).toMatchObject({ allocId: 'a1', origin: null });
   });
 });

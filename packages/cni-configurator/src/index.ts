@@ -5,7 +5,13 @@ export { NO_ADDRESS, dnsOf, pickAddress } from './address.js';
 export type { PickedAddress } from './address.js';
 export { cniArgs } from './args.js';
 export { portMappings } from './ports.js';
-export { RESERVED_ARG_KEYS, checkAllocId, decodeSpec, isValidSpec } from './spec.js';
+export {
+  MAX_ALLOC_ID_LENGTH,
+  RESERVED_ARG_KEYS,
+  checkAllocId,
+  decodeSpec,
+  isValidSpec,
+} from './spec.js';
 export type { ValidAllocSpec } from './spec.js';
 export {
   DEFAULT_ADMIN_CHAIN,

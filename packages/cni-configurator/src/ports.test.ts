@@ -35,6 +35,35 @@ describe('portMappings', () => {
     ]);
   });
 
+  it("maps a port with a protocol (a CNI runtime's mapping) to that protocol only", () => {
+    const spec = {
+      ...base,
+      ports: [
+        { label: 'dns-tcp', value: 53, protocol: 'tcp' as const },
+        { label: 'dns-udp', value: 53, to: 5353, protocol: 'udp' as const },
+      ],
+    };
+    expect(portMappings(spec, false)).toEqual([
+      { hostPort: 53, containerPort: 53, protocol: 'tcp' },
+      { hostPort: 53, containerPort: 5353, protocol: 'udp' },
+    ]);
+    // One host port, one protocol, twice: the second claim is refused, naming both.
+    expect(() =>
+      portMappings(
+        {
+          ...base,
+          ports: [
+            { label: 'a', value: 53, protocol: 'udp' },
+            { label: 'b', value: 53 },
+          ],
+        },
+        false,
+      ),
+    ).toThrow(
+      'ports[1].value ("b") claims host port 53, which ports[0].value ("a") already claims',
+    );
+  });
+
   it('drops host IPs when the agent ignores them', () => {
     expect(
       portMappings({ ...base, ports: [{ label: 'a', value: 25, hostIp: '10.0.0.5' }] }, true),

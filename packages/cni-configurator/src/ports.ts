@@ -9,11 +9,12 @@ interface Claim {
   readonly label: string;
   readonly hostPort: number;
   readonly hostIP: string;
+  readonly protocols: readonly ('tcp' | 'udp')[];
 }
 
 /**
  * portmap's `portMappings` for an allocation, in Nomad's rule: each port gives a tcp and a udp
- * entry, hostPort = its value, containerPort = its `to` (or the value when `to` < 1); the host IP
+ * entry (or only the one its `protocol` names), hostPort = its value, containerPort = its `to` (or the value when `to` < 1); the host IP
  * is kept unless `ignoreHostIps`. When the spec has no `ports`, the legacy per-network reserved
  * and dynamic ports are used, never with a host IP. Two ports that claim the same host port (on
  * the same or every address) are refused, naming both labels.
@@ -25,7 +26,8 @@ export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): Po
     const clash = claims.find(
       (c) =>
         c.hostPort === claim.hostPort &&
-        (c.hostIP === claim.hostIP || c.hostIP === '' || claim.hostIP === ''),
+        (c.hostIP === claim.hostIP || c.hostIP === '' || claim.hostIP === '') &&
+        c.protocols.some((p) => claim.protocols.includes(p)),
     );
     if (clash !== undefined) {
       throw invalidField(claim.field, [
@@ -36,7 +38,7 @@ export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): Po
     }
     claims.push(claim);
     const containerPort = to === undefined || to < 1 ? claim.hostPort : to;
-    for (const protocol of PROTOCOLS) {
+    for (const protocol of claim.protocols) {
       mappings.push({
         hostPort: claim.hostPort,
         containerPort,
@@ -50,7 +52,11 @@ export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): Po
   if (ports.length > 0) {
     ports.forEach((p, i) => {
       const hostIP = ignoreHostIps ? '' : (p.hostIp ?? '');
-      add({ field: ['ports', i, 'value'], label: p.label, hostPort: p.value, hostIP }, p.to);
+      const protocols = p.protocol === undefined ? PROTOCOLS : [p.protocol];
+      add(
+        { field: ['ports', i, 'value'], label: p.label, hostPort: p.value, hostIP, protocols },
+        p.to,
+      );
     });
     return mappings;
   }
@@ -63,6 +69,7 @@ export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): Po
             label: p.label,
             hostPort: p.value,
             hostIP: '',
+            protocols: PROTOCOLS,
           },
           p.to,
         );

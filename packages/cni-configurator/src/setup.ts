@@ -240,7 +240,7 @@ export function createSetup(
         allocId: spec.allocId,
         network: { name: network.name, config: network.bytes },
         netns,
-        ifName: ctx.ifName,
+        ifName: spec.ifName ?? ctx.ifName,
         args: cniArgs(spec, ctx.region),
         portMappings: mappings,
       };
@@ -263,7 +263,7 @@ export function createSetup(
         throw failed;
       }
       const addresses = resultAddresses(added.result);
-      const record: AllocAttachment = { ...recorded, addresses };
+      const record: AllocAttachment = { ...recorded, addresses, result: added.result };
       const picked = pickAddress(added.result);
       if (picked === undefined) {
         try {

@@ -55,6 +55,16 @@ const NetworkName = checkedString(
   (s) => `${JSON.stringify(s)} does not match ${NAME_PATTERN.source}`,
 );
 
+/** A Linux interface name: 1–15 bytes, no `/`, `:` or space, not `.` or `..`. */
+const IfName = checkedString(
+  'IfName',
+  (s) => /^[A-Za-z0-9_.-]{1,15}$/.test(s) && s !== '.' && s !== '..',
+  (s) =>
+    `${JSON.stringify(s)} is not an interface name (1 to 15 of [A-Za-z0-9_.-], not "." or "..")`,
+);
+
+const Protocol = t.keyof({ tcp: null, udp: null });
+
 const Label = checkedString(
   'Label',
   (s) => s !== '' && s.length <= MAX_LABEL_LENGTH && !/\p{Cc}/u.test(s),
@@ -103,7 +113,7 @@ function limited<C extends t.Mixed>(codec: C, max: number, what: string) {
 
 const Port = t.intersection([
   t.type({ label: Label, value: HostPort }),
-  t.partial({ to: ToPort, hostIp: HostIp }),
+  t.partial({ to: ToPort, hostIp: HostIp, protocol: Protocol }),
 ]);
 const LegacyPort = t.intersection([
   t.type({ label: Label, value: HostPort }),
@@ -153,6 +163,7 @@ export const AllocNetworkSpecCodec = t.intersection([
     ports: limited(Port, MAX_PORTS, 'ports'),
     legacyNetworks: limited(LegacyNetwork, 16, 'networks'),
     cniArgs: CniArgsMap,
+    ifName: IfName,
   }),
 ]);
 

@@ -1,4 +1,4 @@
-import type { CniArgs, CniRuntime, Logger } from '@allocnet/cni';
+import type { CniArgs, CniResult, CniRuntime, Logger } from '@allocnet/cni';
 import type { Family, Iptables } from '@allocnet/iptables-node';
 
 /** One port of an allocation (Nomad's `AllocatedPortMapping`). */
@@ -10,6 +10,8 @@ export interface AllocPort {
   readonly to?: number;
   /** The host address the port binds to; empty or absent means every address. */
   readonly hostIp?: string;
+  /** One protocol only (a CNI runtime's mapping); absent means tcp and udp, Nomad's rule. */
+  readonly protocol?: 'tcp' | 'udp';
 }
 
 /** A port of a legacy per-network port list (Nomad's `Port`); it never carries a host IP. */
@@ -41,6 +43,11 @@ export interface AllocNetworkSpec {
   readonly legacyNetworks?: readonly LegacyNetwork[];
   /** The user's CNI args for this network; NOMAD_* and IgnoreUnknown are refused. */
   readonly cniArgs?: Readonly<Record<string, string>>;
+  /**
+   * The interface inside the namespace (CNI_IFNAME); absent means the configurator's (`eth0`).
+   * A CNI runtime names it; Nomad's allocations leave it out.
+   */
+  readonly ifName?: string;
 }
 
 /** One entry of portmap's `portMappings` capability (camelCase, as portmap reads it). */
@@ -95,6 +102,8 @@ export interface AllocAttachment {
   readonly portMappings: readonly PortMapping[];
   /** Every address the result gave (no prefix length): what the leak audit looks for. */
   readonly addresses: readonly string[];
+  /** The chain's result (absent in records written before it was kept): a CNI runtime's answer. */
+  readonly result?: CniResult;
 }
 
 export interface SetupOutcome {

@@ -42,7 +42,13 @@ export {
   parseArgs,
 } from './validate.js';
 export type { CniArgs } from './validate.js';
-export { SPEC_VERSION, compareVersions, isVersion, negotiateVersion } from './version.js';
+export {
+  RESULT_VERSIONS,
+  SPEC_VERSION,
+  compareVersions,
+  isVersion,
+  negotiateVersion,
+} from './version.js';
 export type { PluginVersions } from './version.js';
 export { checkedString, decode } from './decode.js';
 export type { DecodeProblem } from './decode.js';

@@ -153,6 +153,7 @@ describe('unary over a unix socket', () => {
         updatedAtUnixMs: '9007199254740993',
         error: '',
         netnsCreatedByAgent: false,
+        origin: null,
       },
       alreadySetUp: false,
     });

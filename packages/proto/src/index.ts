@@ -139,6 +139,7 @@ export type {
   AllocNetworkStatus,
   AllocNetworkStatus__Output,
 } from './gen/allocnet/v1/AllocNetworkStatus.js';
+export type { CniOrigin, CniOrigin__Output } from './gen/allocnet/v1/CniOrigin.js';
 export type { DnsConfig, DnsConfig__Output } from './gen/allocnet/v1/DnsConfig.js';
 export type { PortMapping, PortMapping__Output } from './gen/allocnet/v1/PortMapping.js';
 export type { HostState, HostState__Output } from './gen/allocnet/v1/HostState.js';

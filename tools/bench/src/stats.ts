@@ -59,3 +59,56 @@ export function phaseStats(
     ...(failures.length === 0 ? {} : { errors }),
   };
 }
+
+/** A ratio with its bootstrap 95% interval. */
+export interface RatioInterval {
+  readonly ratio: number;
+  readonly lo: number;
+  readonly hi: number;
+}
+
+/** A small seeded generator (mulberry32), so that an interval is the same for the same samples. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * p50(`a`) / p50(`b`) with a percentile-bootstrap 95% interval: both sample sets resampled with
+ * replacement `iterations` times, the ratio of their medians each time, the 2.5th and 97.5th
+ * percentiles of those ratios.
+ */
+export function bootstrapRatio(
+  a: readonly number[],
+  b: readonly number[],
+  iterations = 4000,
+  seed = 1,
+): RatioInterval {
+  if (a.length === 0 || b.length === 0) throw new Error('no samples');
+  const random = seeded(seed);
+  const median = (v: readonly number[]) => summarize(v).median;
+  const resample = (v: readonly number[]) =>
+    v.map(() => v[Math.floor(random() * v.length)] as number);
+  const ratios: number[] = [];
+  for (let i = 0; i < iterations; i++) ratios.push(median(resample(a)) / median(resample(b)));
+  ratios.sort((x, y) => x - y);
+  const at = (q: number) =>
+    ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))] as number;
+  return { ratio: median(a) / median(b), lo: at(0.025), hi: at(0.975) };
+}
+
+/** The median of `values` with a percentile-bootstrap 95% interval. */
+export function bootstrapMedian(
+  values: readonly number[],
+  iterations = 4000,
+  seed = 1,
+): { readonly median: number; readonly lo: number; readonly hi: number } {
+  const r = bootstrapRatio(values, [1], iterations, seed);
+  return { median: r.ratio, lo: r.lo, hi: r.hi };
+}

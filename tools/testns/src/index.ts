@@ -1,5 +1,12 @@
 export { createNetnsLab, requireNetworkTestHost, withNetnsLab } from './lab.js';
-export type { ExecOptions, ExecResult, NetnsLab, TestNetns } from './lab.js';
+export type {
+  ClientOptions,
+  ExecOptions,
+  ExecResult,
+  NetnsLab,
+  TestClient,
+  TestNetns,
+} from './lab.js';
 export { NAME_ROOT, namespaceName, runPrefix } from './names.js';
 // Where it has always been importable from; it lives with the namespace manager now.
 export { parseLinkNames } from '@allocnet/netns';

@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import { execa } from 'execa';
 import { createIpNetnsManager } from '@allocnet/netns';
+import { DEFAULT_CLIENT_SUBNET, clientLinkAddresses } from './client-link.js';
 import { namespaceName, runPrefix } from './names.js';
 
 export interface ExecResult {
@@ -35,6 +36,21 @@ export interface TestNetns {
   ruleset(): Promise<string>;
 }
 
+export interface ClientOptions {
+  /** The link's IPv4 /24, written as its network address. Default `10.99.0.0/24`. */
+  readonly subnet?: string;
+}
+
+/** Another host on a node's link, made by `NetnsLab.client`. */
+export interface TestClient {
+  /** The client's namespace: `eth0` with `address`, `lo` up. */
+  readonly netns: TestNetns;
+  /** The client's address on `eth0` (`.2` of the subnet). */
+  readonly address: string;
+  /** The node's address on `to-client` (`.1` of the subnet): where the client reaches its host ports. */
+  readonly nodeAddress: string;
+}
+
 export interface NetnsLab {
   /** The name prefix of this process's namespaces. */
   readonly prefix: string;
@@ -45,6 +61,13 @@ export interface NetnsLab {
   container(label?: string): Promise<TestNetns>;
   /** A veth pair with one end in each namespace, both ends up. */
   veth(a: TestNetns, aName: string, b: TestNetns, bName: string): Promise<void>;
+  /**
+   * Another host on the node's link: a container namespace labelled `client`, a veth from the
+   * node's `to-client` to its `eth0`, `.1` of `subnet` on the node's end and `.2` on the client's
+   * (both /24), the client's `lo` up. One per node: a second one would need `to-client` again.
+   * A subnet that is not an IPv4 /24 is refused before anything is made.
+   */
+  client(node: TestNetns, options?: ClientOptions): Promise<TestClient>;
   /**
    * Takes a namespace the code under test made (under this run's prefix) into the lab, so that
    * `dispose` removes it as it removes its own.
@@ -125,6 +148,30 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
     return ns;
   }
 
+  function container(label = 'ctr'): Promise<TestNetns> {
+    return add('container', label, (name) => netns.create(name));
+  }
+
+  async function veth(a: TestNetns, aName: string, b: TestNetns, bName: string): Promise<void> {
+    await run([
+      'ip',
+      '-n',
+      a.name,
+      'link',
+      'add',
+      aName,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      bName,
+      'netns',
+      b.name,
+    ]);
+    await run(['ip', '-n', a.name, 'link', 'set', aName, 'up']);
+    await run(['ip', '-n', b.name, 'link', 'set', bName, 'up']);
+  }
+
   async function remove(ns: TestNetns): Promise<void> {
     // A plain file check, not `netns.exists`: a file left by a half-made namespace goes too.
     if (!existsSync(ns.path)) return;
@@ -147,28 +194,17 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
       return add('node', label, (name) => netns.createNode(name, { ipv6Forwarding: true }));
     },
 
-    container(label = 'ctr') {
-      return add('container', label, (name) => netns.create(name));
-    },
+    container,
+    veth,
 
-    async veth(a, aName, b, bName) {
-      await run([
-        'ip',
-        '-n',
-        a.name,
-        'link',
-        'add',
-        aName,
-        'type',
-        'veth',
-        'peer',
-        'name',
-        bName,
-        'netns',
-        b.name,
-      ]);
-      await run(['ip', '-n', a.name, 'link', 'set', aName, 'up']);
-      await run(['ip', '-n', b.name, 'link', 'set', bName, 'up']);
+    async client(node, clientOptions = {}) {
+      const addresses = clientLinkAddresses(clientOptions.subnet ?? DEFAULT_CLIENT_SUBNET);
+      const client = await container('client');
+      await veth(node, 'to-client', client, 'eth0');
+      await run(['ip', '-n', node.name, 'addr', 'add', `${addresses.node}/24`, 'dev', 'to-client']);
+      await run(['ip', '-n', client.name, 'addr', 'add', `${addresses.client}/24`, 'dev', 'eth0']);
+      await run(['ip', '-n', client.name, 'link', 'set', 'lo', 'up']);
+      return { netns: client, address: addresses.client, nodeAddress: addresses.node };
     },
 
     adopt(name) {

@@ -18,6 +18,10 @@ import type {
   CheckAllocNetworkResponse__Output as _allocnet_v1_CheckAllocNetworkResponse__Output,
 } from './allocnet/v1/CheckAllocNetworkResponse.js';
 import type {
+  CniOrigin as _allocnet_v1_CniOrigin,
+  CniOrigin__Output as _allocnet_v1_CniOrigin__Output,
+} from './allocnet/v1/CniOrigin.js';
+import type {
   DnsConfig as _allocnet_v1_DnsConfig,
   DnsConfig__Output as _allocnet_v1_DnsConfig__Output,
 } from './allocnet/v1/DnsConfig.js';
@@ -114,6 +118,7 @@ export interface ProtoGrpcType {
         _allocnet_v1_CheckAllocNetworkResponse,
         _allocnet_v1_CheckAllocNetworkResponse__Output
       >;
+      CniOrigin: MessageTypeDefinition<_allocnet_v1_CniOrigin, _allocnet_v1_CniOrigin__Output>;
       DnsConfig: MessageTypeDefinition<_allocnet_v1_DnsConfig, _allocnet_v1_DnsConfig__Output>;
       GetAllocNetworkRequest: MessageTypeDefinition<
         _allocnet_v1_GetAllocNetworkRequest,

@@ -10,6 +10,10 @@ import type {
   AllocNetworkStatus__Output as _allocnet_v1_AllocNetworkStatus__Output,
 } from './allocnet/v1/AllocNetworkStatus.js';
 import type {
+  CniOrigin as _allocnet_v1_CniOrigin,
+  CniOrigin__Output as _allocnet_v1_CniOrigin__Output,
+} from './allocnet/v1/CniOrigin.js';
+import type {
   DnsConfig as _allocnet_v1_DnsConfig,
   DnsConfig__Output as _allocnet_v1_DnsConfig__Output,
 } from './allocnet/v1/DnsConfig.js';
@@ -121,6 +125,7 @@ export interface ProtoGrpcType {
         _allocnet_v1_AllocNetworkStatus,
         _allocnet_v1_AllocNetworkStatus__Output
       >;
+      CniOrigin: MessageTypeDefinition<_allocnet_v1_CniOrigin, _allocnet_v1_CniOrigin__Output>;
       DnsConfig: MessageTypeDefinition<_allocnet_v1_DnsConfig, _allocnet_v1_DnsConfig__Output>;
       ForceCleanupRequest: MessageTypeDefinition<
         _allocnet_v1_ForceCleanupRequest,

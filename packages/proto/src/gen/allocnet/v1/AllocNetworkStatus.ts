@@ -12,6 +12,10 @@ import type {
   PortMapping as _allocnet_v1_PortMapping,
   PortMapping__Output as _allocnet_v1_PortMapping__Output,
 } from '../../allocnet/v1/PortMapping.js';
+import type {
+  CniOrigin as _allocnet_v1_CniOrigin,
+  CniOrigin__Output as _allocnet_v1_CniOrigin__Output,
+} from '../../allocnet/v1/CniOrigin.js';
 import type { Long } from '@grpc/proto-loader';
 
 /**
@@ -76,6 +80,11 @@ export interface AllocNetworkStatus {
    * a task driver made it and passed its path.
    */
   netnsCreatedByAgent?: boolean;
+  /**
+   * Where the attachment came from when a container runtime asked for it through the agent's CNI
+   * server (the `allocnet-cni` plugin); unset for an allocation set up over gRPC.
+   */
+  origin?: _allocnet_v1_CniOrigin | null;
 }
 
 /**
@@ -140,4 +149,9 @@ export interface AllocNetworkStatus__Output {
    * a task driver made it and passed its path.
    */
   netnsCreatedByAgent: boolean;
+  /**
+   * Where the attachment came from when a container runtime asked for it through the agent's CNI
+   * server (the `allocnet-cni` plugin); unset for an allocation set up over gRPC.
+   */
+  origin: _allocnet_v1_CniOrigin__Output | null;
 }

@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process';
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tempDir } from '@allocnet/cni/testing';
+import type { CniHandler } from './cni-handler.js';
+import type { CniCall } from './cni-request.js';
+import { replayCniQueue } from './cni-queue.js';
+import { silentAgentLogger } from './logging.js';
+
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+const handled: CniCall[] = [];
+let failFor: Set<string>;
+const outcomes: string[] = [];
+
+const handler: CniHandler = {
+  handle(call) {
+    handled.push(call);
+    return failFor.has(call.containerId)
+      ? Promise.reject(new Error('the agent could not run the DEL'))
+      : Promise.resolve({ status: 200, body: undefined });
+  },
+};
+
+function queued(containerId: string, command = 'DEL') {
+  return JSON.stringify({
+    queuedAtUnixMs: 1,
+    env: { CNI_COMMAND: command, CNI_CONTAINERID: containerId, CNI_NETNS: '', CNI_IFNAME: 'eth0' },
+    config: { cniVersion: '1.0.0', name: 'allocnet', type: 'allocnet-cni' },
+  });
+}
+
+const options = () => ({
+  dir: tmp.path,
+  handler,
+  logger: silentAgentLogger,
+  onReplay: (o: string) => outcomes.push(o),
+});
+
+beforeEach(async () => {
+  tmp = await tempDir('allocnet-cni-queue-');
+  handled.length = 0;
+  outcomes.length = 0;
+  failFor = new Set();
+});
+
+afterEach(async () => {
+  await tmp.remove();
+});
+
+describe('replayCniQueue', () => {
+  it('runs every queued DEL; removes the done and the undecodable, keeps the failed', async () => {
+    await writeFile(join(tmp.path, 'a.del'), queued('c1'));
+    await writeFile(join(tmp.path, 'b.del'), queued('c2'));
+    await writeFile(join(tmp.path, 'c.del'), 'not json');
+    await writeFile(join(tmp.path, 'd.del'), queued('c3', 'ADD'));
+    await writeFile(join(tmp.path, '.e.del.tmp123'), queued('c4'));
+    failFor = new Set(['c2']);
+    const report = await replayCniQueue(options());
+    expect(report).toEqual({ replayed: 1, failed: 1, dropped: 2 });
+    expect(handled.map((c) => c.containerId)).toEqual(['c1', 'c2']);
+    expect((await readdir(tmp.path)).filter((n) => !n.startsWith('.'))).toEqual(['b.del']);
+    expect(outcomes.sort()).toEqual(['dropped', 'dropped', 'failed', 'replayed']);
+
+    failFor = new Set();
+    expect(await replayCniQueue(options())).toEqual({ replayed: 1, failed: 0, dropped: 0 });
+    expect((await readdir(tmp.path)).filter((n) => n.endsWith('.del'))).toEqual([]);
+  });
+
+  it('waits for a plugin that holds the shared lock while it writes', async () => {
+    await writeFile(join(tmp.path, 'a.del'), queued('c1'));
+    await writeFile(join(tmp.path, '.lock'), '');
+    // What allocnet-cni does while it writes a queue file: flock(LOCK_SH) on .lock.
+    const holder = spawn('flock', ['--shared', join(tmp.path, '.lock'), 'sleep', '0.4'], {
+      stdio: 'ignore',
+    });
+    const exited = new Promise((r) => holder.once('exit', r));
+    await new Promise((r) => setTimeout(r, 100));
+    const began = Date.now();
+    const report = await replayCniQueue(options());
+    expect(Date.now() - began).toBeGreaterThanOrEqual(200);
+    expect(report.replayed).toBe(1);
+    await exited;
+  });
+
+  it('does nothing (and takes no lock) when the queue is empty or missing', async () => {
+    expect(await replayCniQueue({ ...options(), dir: join(tmp.path, 'new') })).toEqual({
+      replayed: 0,
+      failed: 0,
+      dropped: 0,
+    });
+    expect(handled).toHaveLength(0);
+  });
+});

@@ -1,0 +1,151 @@
+// allocnet-cni's DEL queue: while the agent is down (or not ready), a runtime's DEL is written
+// as `<queueDir>/<sha256>.del` (`{queuedAtUnixMs, env, config}`) under a shared flock on
+// `<queueDir>/.lock`, and the plugin exits 0. The agent replays the queue under the exclusive
+// lock before its CNI server turns ready, and again every `intervalMs` (a plugin that found
+// the agent not ready just before it turned ready queues after the first replay). Each DEL runs
+// as if it had just arrived; one that succeeds (or can never succeed: undecodable) is removed,
+// one that fails stays for the next replay. Every replayed DEL is logged and counted.
+import { createRequire } from 'node:module';
+import { closeSync, openSync } from 'node:fs';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type * as Koffi from 'koffi';
+import { messageOf } from '@allocnet/base';
+import type { CniHandler } from './cni-handler.js';
+import { CniFault, decodeCniRequest } from './cni-request.js';
+import type { AgentLogger } from './logging.js';
+
+const LOCK_EX = 2;
+const LOCK_NB = 4;
+const LOCK_UN = 8;
+const EWOULDBLOCK = 11;
+
+type Flock = (fd: number, operation: number) => number;
+let flockFn: { flock: Flock; errno: () => number } | undefined;
+
+function libcFlock(): { flock: Flock; errno: () => number } {
+  if (flockFn === undefined) {
+    const require = createRequire(import.meta.url);
+    const koffi = require('koffi') as typeof Koffi;
+    const lib = koffi.load('libc.so.6');
+    flockFn = {
+      flock: lib.func('int flock(int fd, int operation)') as Flock,
+      errno: () => koffi.errno(),
+    };
+  }
+  return flockFn;
+}
+
+/**
+ * Takes the exclusive lock on `<dir>/.lock` (plugins writing a DEL hold it shared for a few
+ * milliseconds), polling without blocking the event loop; returns the release.
+ */
+async function lockExclusive(dir: string, timeoutMs: number): Promise<() => void> {
+  const { flock, errno } = libcFlock();
+  const fd = openSync(join(dir, '.lock'), 'a', 0o600);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (flock(fd, LOCK_EX | LOCK_NB) === 0)
+      return () => {
+        flock(fd, LOCK_UN);
+        closeSync(fd);
+      };
+    const err = errno();
+    if (err !== EWOULDBLOCK || Date.now() > deadline) {
+      closeSync(fd);
+      throw new Error(
+        err === EWOULDBLOCK
+          ? `the DEL queue's lock ${join(dir, '.lock')} stayed held for ${timeoutMs} ms`
+          : `flock on ${join(dir, '.lock')} failed (errno ${err})`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export interface ReplayReport {
+  readonly replayed: number;
+  readonly failed: number;
+  readonly dropped: number;
+}
+
+export interface CniQueueOptions {
+  readonly dir: string;
+  readonly handler: CniHandler;
+  readonly logger: AgentLogger;
+  /** Counts each replayed DEL by outcome. */
+  readonly onReplay?: (outcome: 'replayed' | 'failed' | 'dropped') => void;
+}
+
+/** Replays every queued DEL once, under the exclusive lock. */
+export async function replayCniQueue(
+  options: CniQueueOptions,
+  signal?: AbortSignal,
+): Promise<ReplayReport> {
+  const { dir, handler, logger } = options;
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const names = (await readdir(dir)).filter((n) => n.endsWith('.del') && !n.startsWith('.'));
+  if (names.length === 0) return { replayed: 0, failed: 0, dropped: 0 };
+  const release = await lockExclusive(dir, 10_000);
+  const counts = { replayed: 0, failed: 0, dropped: 0 };
+  try {
+    // Listed again under the lock: a plugin may have renamed one in since.
+    const locked = (await readdir(dir)).filter((n) => n.endsWith('.del') && !n.startsWith('.'));
+    for (const name of locked.sort()) {
+      const file = join(dir, name);
+      let queued: { queuedAtUnixMs?: unknown; env?: unknown; config?: unknown };
+      try {
+        queued = JSON.parse(await readFile(file, 'utf8')) as typeof queued;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        logger.error('a queued DEL cannot be read; removing it', {
+          file,
+          error: messageOf(error),
+        });
+        await rm(file, { force: true });
+        counts.dropped++;
+        options.onReplay?.('dropped');
+        continue;
+      }
+      const fields = { file, queuedAtUnixMs: queued.queuedAtUnixMs };
+      try {
+        const call = decodeCniRequest({ env: queued.env, config: queued.config });
+        if (call.command !== 'DEL')
+          throw new CniFault(7, `env.CNI_COMMAND is ${call.command}; only DELs are queued`, {});
+        try {
+          await handler.handle(call, signal ?? new AbortController().signal);
+        } catch (error) {
+          counts.failed++;
+          options.onReplay?.('failed');
+          logger.warn('a queued DEL failed; it stays queued for the next replay', {
+            ...fields,
+            containerId: call.containerId,
+            ifName: call.ifName,
+            error: messageOf(error),
+          });
+          continue;
+        }
+        await rm(file, { force: true });
+        counts.replayed++;
+        options.onReplay?.('replayed');
+        logger.info('replayed a DEL queued while the agent was down', {
+          ...fields,
+          containerId: call.containerId,
+          ifName: call.ifName,
+          network: call.networkName,
+        });
+      } catch (error) {
+        logger.error('a queued DEL is not a valid CNI call; removing it', {
+          ...fields,
+          error: messageOf(error),
+        });
+        await rm(file, { force: true });
+        counts.dropped++;
+        options.onReplay?.('dropped');
+      }
+    }
+  } finally {
+    release();
+  }
+  return counts;
+}
