@@ -8,17 +8,17 @@
 // with the result (empty for DEL and CHECK), or a non-2xx whose body is the spec's error JSON (503
 // while the agent is not ready yet). GET /readyz answers 200 once the agent serves.
 //
-// When the agent cannot be reached: VERSION needs no agent; ADD waits for /readyz up to
-// `readyTimeoutMs` and then fails with code 11 (try again later); CHECK and GC fail with 11 at
-// once; STATUS answers 50; DEL makes one short attempt, then queues the call in `queueDir` (one
+// Every call goes straight to the agent (one round trip when it serves). When the agent cannot be
+// reached or is not ready: VERSION needs no agent; ADD waits for /readyz up to `readyTimeoutMs`,
+// tries again, and then fails with code 11 (try again later); CHECK and GC fail with 11 at once;
+// STATUS answers 50; DEL makes one short attempt, then queues the call in `queueDir` (one
 // file per container id, ifname and network, written under a shared lock and renamed into place)
 // and succeeds: the agent replays the queue, under the exclusive lock, before it turns ready. A
 // DEL is never dropped.
 package main
 
 import (
-	"bytes"
-	"context"
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,9 +26,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +45,8 @@ const (
 	// answer to start, short enough that a runtime's teardown does not hang on a dead agent.
 	delAttemptTimeout = 3 * time.Second
 	readyPoll         = 100 * time.Millisecond
+	statusOK          = 200
+	statusUnavailable = 503
 )
 
 // The CNI_* variables forwarded to the agent.
@@ -139,19 +141,23 @@ func run(c call) int {
 
 	switch command {
 	case "ADD":
+		// Straight to the agent: a ready agent answers in one round trip. Only when it cannot be
+		// reached, or answers 503 (not ready yet), does the ADD wait for /readyz and try again.
+		status, result, err := agent.post(0, body)
+		if err == nil && status != statusUnavailable {
+			return printAnswer(c.stdout, status, result, conf.CNIVersion)
+		}
 		if err := agent.waitReady(readyTimeout); err != nil {
 			return fail(c.stdout, conf.CNIVersion, unreachable(socket, err, fmt.Sprintf("not ready within %d ms", readyTimeout.Milliseconds())))
 		}
-		return agent.forward(context.Background(), body, c.stdout, conf.CNIVersion)
+		return agent.forward(body, c.stdout, conf.CNIVersion)
 	case "DEL":
 		attempt := c.delAttempt
 		if attempt == 0 {
 			attempt = delAttemptTimeout
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), attempt)
-		status, result, err := agent.post(ctx, body)
-		cancel()
-		if err == nil && status != http.StatusServiceUnavailable {
+		status, result, err := agent.post(attempt, body)
+		if err == nil && status != statusUnavailable {
 			return printAnswer(c.stdout, status, result, conf.CNIVersion)
 		}
 		if err == nil {
@@ -168,15 +174,14 @@ func run(c call) int {
 		}
 		return 0
 	case "STATUS":
-		if err := agent.ready(); err != nil {
-			return fail(c.stdout, conf.CNIVersion, &cniError{Code: 50, Msg: fmt.Sprintf("the allocnet agent at %q is not ready", socket), Details: err.Error()})
+		// A reachable agent answers itself: 50 while it is not ready.
+		status, result, err := agent.post(0, body)
+		if err != nil {
+			return fail(c.stdout, conf.CNIVersion, &cniError{Code: 50, Msg: fmt.Sprintf("the allocnet agent at %q is not reachable", socket), Details: err.Error()})
 		}
-		return agent.forward(context.Background(), body, c.stdout, conf.CNIVersion)
-	default: // CHECK, GC and anything newer: the agent decides, or says it does not know it.
-		if err := agent.ready(); err != nil {
-			return fail(c.stdout, conf.CNIVersion, unreachable(socket, err, "not ready"))
-		}
-		return agent.forward(context.Background(), body, c.stdout, conf.CNIVersion)
+		return printAnswer(c.stdout, status, result, conf.CNIVersion)
+	default: // CHECK, GC and anything newer: the agent decides (11 while not ready), or says it does not know it.
+		return agent.forward(body, c.stdout, conf.CNIVersion)
 	}
 }
 
@@ -191,39 +196,93 @@ func orDefault(value, fallback string) string {
 	return value
 }
 
-// agent talks HTTP/1.1 to the agent's CNI server on its unix socket.
+// agent talks HTTP/1.1 to the agent's CNI server on its unix socket, one request a connection.
+// The request is written and the answer read by hand rather than with net/http: linking
+// net/http (its TLS and HTTP/2 included) cost ~0.4 ms of start-up in every exec (a VERSION run:
+// 1.87 ms with it, 1.46 ms without), a seventh of the plugin's budget.
 type agent struct {
 	socket string
-	client *http.Client
 }
 
 func newAgent(socket string) *agent {
-	transport := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		DisableKeepAlives: true,
+	return &agent{socket: socket}
+}
+
+// roundTrip sends one request and returns the answer's status and body. `limit` bounds the
+// whole exchange (0: no bound).
+func (a *agent) roundTrip(method, path string, body []byte, limit time.Duration) (int, []byte, error) {
+	d := net.Dialer{}
+	if limit > 0 {
+		d.Deadline = time.Now().Add(limit)
 	}
-	return &agent{socket: socket, client: &http.Client{Transport: transport}}
+	conn, err := d.Dial("unix", a.socket)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer conn.Close()
+	if limit > 0 {
+		_ = conn.SetDeadline(d.Deadline)
+	}
+	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: allocnet\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", method, path, len(body))
+	if _, err := conn.Write(append([]byte(head), body...)); err != nil {
+		return 0, nil, err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	fields := strings.Fields(line)
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "HTTP/1.") {
+		return 0, nil, fmt.Errorf("not an HTTP answer: %q", strings.TrimSpace(line))
+	}
+	status, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return 0, nil, fmt.Errorf("not an HTTP status: %q", fields[1])
+	}
+	length, chunked := -1, false
+	for {
+		header, err := r.ReadString('\n')
+		if err != nil {
+			return 0, nil, fmt.Errorf("reading the answer's headers: %w", err)
+		}
+		header = strings.TrimSpace(header)
+		if header == "" {
+			break
+		}
+		name, value, _ := strings.Cut(header, ":")
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "content-length":
+			length, _ = strconv.Atoi(strings.TrimSpace(value))
+		case "transfer-encoding":
+			// The agent always sends a length; the connection is closed after one answer.
+			chunked = true
+		}
+	}
+	if chunked {
+		return 0, nil, errors.New("the answer is chunked; the allocnet agent sends a Content-Length")
+	}
+	var answer []byte
+	if length >= 0 {
+		answer = make([]byte, length)
+		_, err = io.ReadFull(r, answer)
+	} else {
+		answer, err = io.ReadAll(r)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the answer's body: %w", err)
+	}
+	return status, answer, nil
 }
 
 // ready asks /readyz once.
 func (a *agent) ready() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://allocnet/readyz", nil)
+	status, _, err := a.roundTrip("GET", "/readyz", nil, time.Second)
 	if err != nil {
 		return err
 	}
-	res, err := a.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz answered %d", res.StatusCode)
+	if status != statusOK {
+		return fmt.Errorf("/readyz answered %d", status)
 	}
 	return nil
 }
@@ -243,27 +302,14 @@ func (a *agent) waitReady(limit time.Duration) error {
 	}
 }
 
-func (a *agent) post(ctx context.Context, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://allocnet/v1/cni", bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := a.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer res.Body.Close()
-	result, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, nil, err
-	}
-	return res.StatusCode, result, nil
+// post sends the call to POST /v1/cni.
+func (a *agent) post(limit time.Duration, body []byte) (int, []byte, error) {
+	return a.roundTrip("POST", "/v1/cni", body, limit)
 }
 
 // forward posts the call and prints the agent's answer; the agent's own errors pass through.
-func (a *agent) forward(ctx context.Context, body []byte, out io.Writer, version string) int {
-	status, result, err := a.post(ctx, body)
+func (a *agent) forward(body []byte, out io.Writer, version string) int {
+	status, result, err := a.post(0, body)
 	if err != nil {
 		return fail(out, version, unreachable(a.socket, err, "unreachable"))
 	}

@@ -24,6 +24,7 @@ type fakeAgent struct {
 	status   int
 	answer   string
 	requests []request
+	readyz   int
 	server   *http.Server
 }
 
@@ -34,6 +35,7 @@ func startAgent(t *testing.T, socket string, ready bool, status int, answer stri
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		a.readyz++
 		if !a.ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -49,6 +51,10 @@ func startAgent(t *testing.T, socket string, ready bool, status int, answer stri
 		a.mu.Lock()
 		a.requests = append(a.requests, req)
 		status, answer := a.status, a.answer
+		if !a.ready {
+			// As the agent does before restore and the queue replay are done.
+			status, answer = http.StatusServiceUnavailable, `{"cniVersion":"1.0.0","code":11,"msg":"not ready"}`
+		}
 		a.mu.Unlock()
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, answer)
@@ -144,6 +150,13 @@ func TestAddForwardsEnvAndConfigAndPrintsTheResult(t *testing.T) {
 	if len(seen) != 1 {
 		t.Fatalf("the agent saw %d requests", len(seen))
 	}
+	// One round trip to a ready agent: no /readyz before the call.
+	agent.mu.Lock()
+	readyz := agent.readyz
+	agent.mu.Unlock()
+	if readyz != 0 {
+		t.Fatalf("asked /readyz %d times before an ADD to a ready agent", readyz)
+	}
 	for key, value := range envOf("ADD") {
 		if seen[0].Env[key] != value {
 			t.Fatalf("env %s: got %q, want %q", key, seen[0].Env[key], value)
@@ -221,7 +234,7 @@ func TestCheckAndStatusWithoutAnAgent(t *testing.T) {
 	}
 	status, out = invoke(invocation{env: envOf("STATUS"), config: configFor(dir, "")})
 	if e := decodeError(t, out); status != 1 || e.Code != 50 ||
-		e.Msg != `the allocnet agent at "`+socket+`" is not ready` {
+		e.Msg != `the allocnet agent at "`+socket+`" is not reachable` {
 		t.Fatalf("STATUS: got %d %+v", status, e)
 	}
 }

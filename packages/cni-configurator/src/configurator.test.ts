@@ -266,9 +266,11 @@ describe('teardown', () => {
     expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'DEL']);
     expect(runtime.calls[1]?.attachment).toEqual(runtime.calls[0]?.attachment);
     const { masq, dnat } = allocChains('nomad', ID);
+    // portmap's chain is asked for once portmap's DEL exited, before the bridge's masquerade
+    // chain, which waits for the whole DEL (CNI-FORWARD's read is batched: it comes last here).
     expect(v4.calls.slice(before).map((c) => c.argv)).toEqual([
-      ['iptables', '--wait', '-t', 'nat', '-S', masq, '1'],
       ['iptables', '--wait', '-t', 'nat', '-S', dnat, '1'],
+      ['iptables', '--wait', '-t', 'nat', '-S', masq, '1'],
       ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-FORWARD'],
     ]); // prettier-ignore
     expect(v6.calls).toEqual([]);
@@ -284,7 +286,7 @@ describe('teardown', () => {
     await make();
     const { attachment } = await configurator.setup(spec, '/run/netns/a1');
     const noChain = exit(1, 'iptables: No chain/target/match by that name.');
-    v4.reply(ok('-N CNI-x'), noChain, ok('-N CNI-FORWARD\n'));
+    v4.reply(noChain, ok('-N CNI-x'), ok('-N CNI-FORWARD\n'));
     const before = v4.calls.length;
     await configurator.teardown(ID, attachment);
     expect(v4.calls.slice(before + 3).map((c) => c.argv)).toEqual([['iptables-save']]);

@@ -13,6 +13,12 @@ import type { CniArgs } from './validate.js';
 
 export interface CallOptions {
   readonly signal?: AbortSignal;
+  /**
+   * Told, in a chain, each time a plugin has exited 0, with its type: a caller may start what
+   * depends only on that plugin's work (the teardown audit asks after portmap's DEL whether its
+   * chain is gone while firewall and bridge still run).
+   */
+  readonly onPluginDone?: (type: string) => void;
 }
 
 /** One plugin of a chain and the binary that runs it. */
@@ -187,6 +193,7 @@ export function createInvoker(options: InvokerOptions): Invoker {
               started[j] = start(steps[j] as Step, environment, call);
           onOutput(i, await running);
           done = i + 1;
+          call?.onPluginDone?.((steps[i] as Step).plugin.type);
         }
       } catch (error) {
         for (const waiting of started.slice(done)) waiting?.cancel();

@@ -520,6 +520,19 @@ describe('DEL', () => {
     expect(dels.map((d) => 'prevResult' in stdinOf(d))).toEqual([false, false]);
   });
 
+  it('tells the caller each plugin that exited 0, in the order they ran, and not one that failed', async () => {
+    const [, b] = await fakes(['a'], ['b']);
+    const rt = runtime();
+    const net = network(['a', 'b']);
+    const done: string[] = [];
+    await rt.del(net, ATTACH, { onPluginDone: (type) => done.push(type) });
+    expect(done).toEqual(['b', 'a']);
+    await (b as FakePlugin).answer({ DEL: { error: { code: 5, msg: 'busy' } } });
+    done.length = 0;
+    await caught(rt.del(net, ATTACH, { onPluginDone: (type) => done.push(type) }));
+    expect(done).toEqual([]);
+  });
+
   it('stops at the first failure and keeps the cache so the DEL can be retried', async () => {
     const [a, b] = await fakes(['a', { ADD: { result: RESULT } }], ['b']);
     const rt = runtime();

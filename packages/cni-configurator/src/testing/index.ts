@@ -85,10 +85,13 @@ export function createFakeRuntime(cacheDir: string): FakeRuntime {
       const next = adds.shift() ?? addResult();
       return next instanceof Error ? Promise.reject(next) : Promise.resolve(next);
     },
-    del(network, attachment) {
+    del(network, attachment, call) {
       record('DEL', network, attachment);
       const next = dels.shift();
-      return next === undefined ? Promise.resolve() : Promise.reject(next);
+      if (next !== undefined) return Promise.reject(next);
+      // As the real runtime does: each plugin, in reverse, once it has exited 0.
+      for (const plugin of [...network.plugins].reverse()) call?.onPluginDone?.(plugin.type);
+      return Promise.resolve();
     },
     check(network, attachment) {
       record('CHECK', network, attachment);
