@@ -123,9 +123,10 @@ interface Probe {
  * `CNI-<h>` and `CNI-DN-<h>` answers for every tagged rule; the firewall's untagged rules are
  * asked for by address; the reservations by file. On a node with 1,000 allocations that is
  * about 17 ms where iptables-save takes 138 ms (measured). Each question names the plugin whose
- * DEL it is about (`portmap` for `CNI-DN-<h>`, `firewall` for CNI-FORWARD), so that teardown
- * asks it as soon as that plugin exited, while the rest of the chain still runs; the others
- * wait for the whole DEL. Undefined when a plugin's marks are unknown: then only a sweep answers.
+ * DEL it is about (`portmap` for `CNI-DN-<h>`, `firewall` for CNI-FORWARD, the bridge or ptp
+ * plugin for `CNI-<h>` and the reservation), so that teardown asks it as soon as that plugin
+ * exited, while the rest of the chain still runs; a question whose plugin never reported waits
+ * for the whole DEL. Undefined when a plugin's marks are unknown: then only a sweep answers.
  */
 function auditProbes(
   ctx: ConfiguratorContext,
@@ -136,6 +137,9 @@ function auditProbes(
   if (!network.plugins.every((p) => KNOWN_MARKS.has(p.type))) return undefined;
   const facts = ctx.factsOf(network);
   const chains = allocChains(network.name, attachment.allocId);
+  // The masquerade chain and the reservation are the main plugin's (bridge or ptp, with its
+  // IPAM): asked once it exited, while the plugins before it in the chain (loopback) still run.
+  const main = network.plugins.find((p) => p.type === 'bridge' || p.type === 'ptp')?.type;
   const probes: Probe[] = [];
   const families = new Set(
     attachment.addresses.map(familyOf).filter((f): f is Family => f !== undefined),
@@ -143,7 +147,7 @@ function auditProbes(
   for (const family of families) {
     const ipt = ctx.iptables[family];
     probes.push(
-      { after: undefined, ask: () => ipt.chainExists('nat', chains.masq, call) },
+      { after: main, ask: () => ipt.chainExists('nat', chains.masq, call) },
       { after: 'portmap', ask: () => ipt.chainExists('nat', chains.dnat, call) },
     );
     if (facts.firewallAdminChain !== undefined) {
@@ -166,7 +170,7 @@ function auditProbes(
     const dir = facts.ipamDir;
     for (const address of attachment.addresses)
       probes.push({
-        after: undefined,
+        after: main,
         ask: () =>
           readReservation(network.name, dir, address).then(
             (r) => r?.allocId === attachment.allocId,
