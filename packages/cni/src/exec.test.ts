@@ -1,4 +1,5 @@
-import { open } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createNodePluginExec, execPlugin } from './exec.js';
 import type { StartedPlugin } from './exec.js';
@@ -102,5 +103,55 @@ describe('createNodePluginExec', () => {
     expect(() => createNodePluginExec({ netns: '/proc/1/ns/net' })).toThrow(
       'netns "/proc/1/ns/net" is not a name under /run/netns',
     );
+  });
+});
+
+describe('a plugin that leaves a process holding its stdout', () => {
+  /** A shell-script plugin: `body` runs after it answered VERSION on stdout. */
+  async function scriptPlugin(name: string, body: string): Promise<string> {
+    const path = join(dir.path, name);
+    await writeFile(
+      path,
+      `#!/bin/sh\necho '{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}'\n${body}\n`,
+      { mode: 0o755 },
+    );
+    return path;
+  }
+
+  it('ends the exec once the plugin exited, after a short grace', async () => {
+    const path = await scriptPlugin('daemonizes', 'sleep 30 &\necho $! >&2\nexit 0');
+    const began = Date.now();
+    const result = await execPlugin(createNodePluginExec(), {
+      path,
+      stdin: '{}',
+      env,
+      timeoutMs: 10_000,
+    });
+    expect(result).toMatchObject({ kind: 'exited', exitCode: 0 });
+    expect(Date.now() - began).toBeLessThan(3000);
+    process.kill(Number(result.stderr.trim()), 'SIGKILL');
+  });
+
+  it('at the timeout, kills the plugin and what it started', async () => {
+    const path = await scriptPlugin('hangs', 'sleep 30 &\necho $! >&2\nwait');
+    const result = await execPlugin(createNodePluginExec(), {
+      path,
+      stdin: '{}',
+      env,
+      timeoutMs: 300,
+    });
+    expect(result).toMatchObject({ kind: 'failed', reason: 'timeout' });
+    const sleeper = Number(result.stderr.trim());
+    let state = '';
+    for (let i = 0; i < 100; i++) {
+      try {
+        state = readFileSync(`/proc/${sleeper}/stat`, 'utf8').split(') ')[1]?.[0] ?? '';
+      } catch {
+        state = 'gone';
+      }
+      if (state === 'gone' || state === 'Z') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(['gone', 'Z']).toContain(state);
   });
 });

@@ -78,10 +78,14 @@ function netnsName(netns: string): string {
   return name;
 }
 
+/** How long a plugin's output may stay open after it exited (docs/cni.md). */
+export const PLUGIN_OUTPUT_GRACE_MS = 250;
+
 /**
  * The real `PluginExec`, on @allocnet/spawn's `startProcess` (posix_spawn, so starting a plugin
  * does not fork the agent): the plugin path is the whole argv, the environment is exactly the
- * request's, and the process is killed (SIGKILL) at the timeout or when the signal aborts.
+ * request's, and the process — with its whole process group — is killed (SIGKILL) at the
+ * timeout or when the signal aborts.
  * (execa, on node:child_process, costs about 1.2 ms more per process here even from a small
  * process, measured; a chain runs four or more.)
  *
@@ -104,6 +108,11 @@ export function createNodePluginExec(options: NodePluginExecOptions = {}): Plugi
           args: prefix.length === 0 ? [] : [...prefix.slice(1), request.path],
           env: request.env,
           timeoutMs: request.timeoutMs,
+          // Its own process group: the timeout (or an abort) ends what it started too. And once it
+          // exited, a process it left holding its stdout (a script's `sleep &`, a daemon) gets
+          // PLUGIN_OUTPUT_GRACE_MS, then the exec ends: the chain is not held by it.
+          detached: true,
+          outputGraceMs: PLUGIN_OUTPUT_GRACE_MS,
           ...(request.signal === undefined ? {} : { signal: request.signal }),
           ...(options.spawnMethod === undefined ? {} : { method: options.spawnMethod }),
         });

@@ -95,8 +95,13 @@ export function startProcess(options: StartOptions): StartedProcess {
   let ran = false;
   let over = false;
   let timer: NodeJS.Timeout | undefined;
+  // A detached process leads its own group: the timeout and an abort end what it started too
+  // (a plugin's `sleep &` holding its stdout would otherwise outlive it).
+  // The result names the kill only when it found the process itself alive.
   const stop = (why: 'timeout' | 'aborted') => {
-    if (child?.kill('SIGKILL') === true) killedFor ??= why;
+    const killed = child?.kill('SIGKILL') === true;
+    if (spawnOptions.detached === true) child?.killGroup('SIGKILL');
+    if (killed) killedFor ??= why;
   };
   const onAbort = () => {
     stop('aborted');

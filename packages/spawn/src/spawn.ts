@@ -40,6 +40,13 @@ export interface SpawnOptions {
    * Default false.
    */
   readonly detached?: boolean;
+  /**
+   * Once the process has exited, how long its stdout and stderr may stay open: a process it left
+   * behind that inherited them (a shell script's `sleep &`, a daemon) would otherwise hold
+   * `closed` until it ends. After the grace our ends are closed (what that process writes later
+   * is lost) and `closed` settles. Default: no limit (as node:child_process's 'close').
+   */
+  readonly outputGraceMs?: number;
   /** Default: `posix_spawn` where it can be loaded (glibc), else `child_process`. */
   readonly method?: SpawnMethod;
 }
@@ -67,6 +74,39 @@ export interface SpawnedChild {
   readonly closed: Promise<ChildExit>;
   /** Sends a signal (default SIGTERM); false once the process has been reaped. */
   kill(signal?: NodeJS.Signals): boolean;
+  /**
+   * With `detached`: sends the signal to its whole process group (what it started too), even
+   * after it was reaped while others of the group live; false when none is left. Without
+   * `detached` the child shares our group: the child alone, as `kill`.
+   */
+  killGroup(signal?: NodeJS.Signals): boolean;
+}
+
+/**
+ * Closes the output streams of a process that has exited, `graceMs` from now, unless they ended
+ * by themselves. Never before an event-loop poll that comes after the timer: a loop that was busy
+ * when the grace ran out would otherwise close a pipe whose last output (written before the exit,
+ * not read yet) is still in the kernel's buffer, and lose it (seen under load: a plugin's result
+ * read as empty). setImmediate runs after that poll, which reads what is there.
+ */
+function closeAfterGrace(streams: readonly (Readable | null | undefined)[], graceMs: number): void {
+  setTimeout(() => {
+    setImmediate(() => {
+      for (const s of streams) if (s !== null && s !== undefined && !s.destroyed) s.destroy();
+    });
+  }, graceMs);
+}
+
+/** Sends `signal` to process group `pid`; false when no process of it is left. */
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw error;
+  }
 }
 
 const signalNames = new Map<number, NodeJS.Signals>(
@@ -269,6 +309,8 @@ function posixSpawn(posix: PosixSpawner, options: SpawnOptions): SpawnedChild {
     // Nobody reads it any more; a child killed before it got its input would otherwise leave
     // our end of the pipe open (node:child_process destroys stdin on exit too).
     stdin?.destroy();
+    if (streamsOpen > 0 && options.outputGraceMs !== undefined)
+      closeAfterGrace([stdoutPipe, stderrPipe], options.outputGraceMs);
     settle();
   });
   const streamEnded = () => {
@@ -291,6 +333,10 @@ function posixSpawn(posix: PosixSpawner, options: SpawnOptions): SpawnedChild {
       if (!posix.reaper.has(pid)) return false;
       process.kill(pid, signal);
       return true;
+    },
+    killGroup(signal = 'SIGTERM') {
+      if (options.detached !== true) return this.kill(signal);
+      return signalGroup(pid, signal);
     },
   };
 }
@@ -328,6 +374,7 @@ function notStarted(options: SpawnOptions, error: SpawnError): SpawnedChild {
     stderr: endedStream(),
     closed,
     kill: () => false,
+    killGroup: () => false,
   };
 }
 
@@ -353,6 +400,10 @@ function childProcessSpawn(options: SpawnOptions): SpawnedChild {
     started.on('error', (error: NodeJS.ErrnoException) => {
       spawnError ??= error;
     });
+    started.on('exit', () => {
+      if (options.outputGraceMs !== undefined)
+        closeAfterGrace([started.stdout, started.stderr], options.outputGraceMs);
+    });
     started.on('close', (code, signal) => {
       if (spawnError !== undefined && started.pid === undefined) {
         reject(
@@ -375,5 +426,7 @@ function childProcessSpawn(options: SpawnOptions): SpawnedChild {
     stderr: started.stderr ?? endedStream(),
     closed,
     kill: (signal = 'SIGTERM') => started.kill(signal),
+    killGroup: (signal = 'SIGTERM') =>
+      options.detached === true ? signalGroup(started.pid, signal) : started.kill(signal),
   };
 }

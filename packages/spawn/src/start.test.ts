@@ -226,4 +226,59 @@ describe.each<SpawnMethod>(['posix_spawn', 'child_process'])('startProcess over 
     expect(own.session).toBe(own.pid);
     expect((await session(false)).session).toBe(sessionOf(readFileSync('/proc/self/stat', 'utf8')));
   });
+
+  test('outputGraceMs: a process it left holding its stdout does not hold the result', async () => {
+    const began = Date.now();
+    const result = await runProcess({
+      method,
+      file: 'sh',
+      // `sleep` inherits the shell's stdout and keeps it open after the shell exits.
+      args: ['-c', 'sleep 30 & echo $!; exit 4'],
+      env: ENV,
+      detached: true,
+      outputGraceMs: 100,
+    });
+    expect(result).toMatchObject({ kind: 'exited', exitCode: 4 });
+    expect(Date.now() - began).toBeLessThan(5000);
+    const sleeper = Number(result.kind === 'exited' ? result.stdout.trim() : NaN);
+    // Not killed: the grace closes our ends, nothing more (a daemon a plugin starts may stay).
+    expect(alive(sleeper)).toBe(true);
+    process.kill(sleeper, 'SIGKILL');
+  });
+
+  test('detached: the timeout ends the whole process group, what the process started too', async () => {
+    const started = await fifo('started');
+    const child = startProcess({
+      method,
+      file: 'sh',
+      args: ['-c', 'sleep 30 & echo $! > "$1"; wait', 'sh', started],
+      env: ENV,
+      stdin: 'ignore',
+      detached: true,
+      timeoutMs: 200,
+    });
+    leftovers.push(child);
+    const run = child.run();
+    const sleeper = Number((await readFile(started, 'utf8')).trim());
+    expect(await run).toMatchObject({ kind: 'failed', reason: 'timeout' });
+    expect(await until(() => !alive(sleeper))).toBe(true);
+  });
 });
+
+/** Whether a process is alive: there, and not a zombie waiting for its parent. */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `condition` every 20 ms for up to 5 s. */
+async function until(condition: () => boolean): Promise<boolean> {
+  for (let i = 0; i < 250; i++) {
+    if (condition()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return condition();
+}

@@ -1,0 +1,122 @@
+// Plugins that misbehave, under the real agent (issue 16): a plugin that starts a child which
+// inherits its stdout and then hangs. Before plugins ran in their own process group, the timeout
+// killed the plugin but not its child, the runtime waited for stdout to close, and the setup, the
+// allocation's queue and the agent's SIGTERM all hung. Needs root, iproute2, iptables and
+// containernetworking-plugins; never touches the root namespace.
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { unary } from '@allocnet/proto';
+import { requireNetworkTestHost } from '@allocnet/testns';
+import { PLUGIN_DIR, createAgentHost, outcome } from './fixtures/agent-host.js';
+import type { AgentHost } from './fixtures/agent-host.js';
+
+let host: AgentHost;
+
+beforeAll(async () => {
+  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`]);
+});
+
+beforeEach(async () => {
+  host = await createAgentHost();
+});
+
+afterEach(async () => {
+  await host.dispose();
+});
+
+/** Whether a process is alive: there, and not a zombie. */
+async function alive(pid: number): Promise<boolean> {
+  try {
+    return (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+it('a plugin whose child holds its stdout and hangs: the setup fails in time, nothing is left, the agent stops', async () => {
+  const plugins = join(host.dir, 'fault-plugins');
+  await mkdir(plugins, { recursive: true });
+  const pids = join(host.dir, 'children');
+  // ADD: start a child that inherits stdout, write its pid down, then wait for it (hang).
+  const holder = join(plugins, 'stdout-holder');
+  await writeFile(
+    holder,
+    [
+      '#!/bin/sh',
+      'case "$CNI_COMMAND" in',
+      `VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["0.4.0","1.0.0"]}' ;;`,
+      `ADD) sleep 300 & echo $! >> ${pids}; wait ;;`,
+      '*) exit 0 ;;',
+      'esac',
+      '',
+    ].join('\n'),
+  );
+  await chmod(holder, 0o755);
+  await writeFile(
+    join(host.confDir, '10-faulty.conflist'),
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'faulty',
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: 'faulty0',
+          isGateway: true,
+          ipam: {
+            type: 'host-local',
+            ranges: [[{ subnet: '10.79.0.0/24' }]],
+            dataDir: join(host.dir, 'ipam-faulty'),
+          },
+        },
+        { type: 'stdout-holder' },
+      ],
+    }),
+  );
+  const agent = await host.start({
+    args: ['--plugin-dir', PLUGIN_DIR, '--plugin-dir', plugins],
+    env: { ALLOCNET_CNI_TIMEOUT_MS: '1000' },
+  });
+  const before = { rules: await host.ruleset(), reservations: await host.reservations() };
+
+  const began = Date.now();
+  const result = await outcome(
+    unary(
+      host.alloc(),
+      'SetupAllocNetwork',
+      {
+        allocId: '00000000-0000-4000-8000-00000000fa01',
+        namespace: 'default',
+        jobId: 'web',
+        groupName: 'g',
+        network: 'faulty',
+      },
+      { deadlineMs: 60_000 },
+    ),
+  );
+  // Three attempts of at most 1 s each, 1–2 s apart: an error, well within the deadline.
+  expect(result).not.toBe('ok');
+  expect(result === 'ok' ? '' : result[0]).not.toBe('DEADLINE_EXCEEDED');
+  expect(Date.now() - began).toBeLessThan(30_000);
+  expect(result === 'ok' ? '' : result[1]).toContain('timed out after 1000 ms');
+
+  // Nothing half-set-up: no record, no namespace, rules and reservations as before.
+  expect(await unary(host.alloc(), 'ListAllocNetworks', {})).toEqual({ allocations: [] });
+  expect(await host.namespaces()).toEqual([]);
+  expect(await host.ruleset()).toBe(before.rules);
+  // The children the plugin started died with it (its process group).
+  const children = (await readFile(pids, 'utf8')).trim().split('\n').map(Number);
+  expect(children.length).toBeGreaterThanOrEqual(1);
+  for (const pid of children) expect(await alive(pid)).toBe(false);
+
+  // The allocation's queue is free: a teardown answers at once.
+  expect(
+    await outcome(
+      unary(host.alloc(), 'TeardownAllocNetwork', {
+        allocId: '00000000-0000-4000-8000-00000000fa01',
+      }),
+    ),
+  ).toBe('ok');
+  const stopping = Date.now();
+  expect(await agent.stop()).toEqual({ code: 0, signal: null });
+  expect(Date.now() - stopping).toBeLessThan(10_000);
+});
