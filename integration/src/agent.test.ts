@@ -363,6 +363,33 @@ describe('the agent process', () => {
     expect(await unary(host.alloc(), 'ListAllocNetworks', {})).toEqual({ allocations: [] });
   });
 
+  it('refuses a second agent on the same data dir (another socket), naming the first; the first keeps its allocation', async () => {
+    const first = await host.start();
+    const r = {
+      allocId: '00000000-0000-4000-8000-0000000d1d01',
+      namespace: 'default',
+      jobId: 'web',
+      groupName: 'g',
+    };
+    await unary(host.alloc(), 'SetupAllocNetwork', r);
+    const second = await host.startFailing({
+      args: [
+        '--socket',
+        join(host.dir, 'run2', 'agent.sock'),
+        '--cni-socket',
+        join(host.dir, 'run2', 'cni.sock'),
+      ],
+      env: { ALLOCNET_RECONCILE_MODE: 'reap' },
+    });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(
+      `allocnet agent: the data dir "${host.dataDir}" is in use by another agent (pid ${first.ready.pid}, socket ${host.socket}, cni socket ${host.cniSocket}, since `,
+    );
+    expect((await unary(host.alloc(), 'ListAllocNetworks', {})).allocations).toHaveLength(1);
+    expect(await host.namespaces()).toEqual([`${host.netnsPrefix}${r.allocId}`]);
+    await unary(host.alloc(), 'TeardownAllocNetwork', { allocId: r.allocId });
+  });
+
   it('drains 20 in-flight setups on SIGTERM, exits 0, and the next agent finds exactly them', async () => {
     const agent = await host.start({ args: ['--log-level', 'debug'] });
     const alloc = host.alloc();

@@ -171,6 +171,31 @@ describe('startAgent', () => {
     await expect(stat(second.dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('refuses a second agent on the same data dir, naming the first; starts once it stopped', async () => {
+    const first = await start();
+    const second = config({
+      socket: join(tmp.path, 'run2', 'agent.sock'),
+      cni: {
+        pluginDirs: ['/usr/lib/cni'],
+        confDir: '/nonexistent',
+        cacheDir: join(tmp.path, 'cache'),
+        timeoutMs: 1000,
+        socket: join(tmp.path, 'run2', 'cni.sock'),
+        queueDir: join(tmp.path, 'q2'),
+      },
+    });
+    const [code, message] = await startFailure(() => start(second));
+    expect(code).toBe('data-dir-in-use');
+    expect(message).toMatch(
+      new RegExp(
+        `^the data dir "${first.config.dataDir}" is in use by another agent \\(pid ${process.pid}, socket ${first.config.socket}, cni socket .*\\); stop it first, or give this agent a data dir of its own$`,
+      ),
+    );
+    await first.stop('test');
+    const again = await start(second);
+    await again.stop('test');
+  });
+
   it('drains a call in flight on stop, refusing new ones, then closes', async () => {
     const c = config();
     const agent = await start(c);

@@ -114,6 +114,11 @@ async function stopParts(
   if (metricsServer !== undefined) await step('metrics listener', () => metricsServer.close());
   if (config.readyFile !== undefined)
     await step('ready file', () => rm(config.readyFile ?? '', { force: true }));
+  // Last: the runner and its store are closed, another agent may open the data dir.
+  await step('data dir lock', () => {
+    parts.releaseDataDir();
+    return Promise.resolve();
+  });
   if (problems.length > 0) logger.error('the agent did not stop cleanly', { problems });
   logger.info('agent stopped', { reason, durationMs: Date.now() - began });
 }

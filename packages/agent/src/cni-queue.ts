@@ -5,63 +5,13 @@
 // the agent not ready just before it turned ready queues after the first replay). Each DEL runs
 // as if it had just arrived; one that succeeds (or can never succeed: undecodable) is removed,
 // one that fails stays for the next replay. Every replayed DEL is logged and counted.
-import { createRequire } from 'node:module';
-import { closeSync, openSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type * as Koffi from 'koffi';
 import { messageOf } from '@allocnet/base';
 import type { CniHandler } from './cni-handler.js';
 import { CniFault, decodeCniRequest } from './cni-request.js';
+import { lockExclusive } from './flock.js';
 import type { AgentLogger } from './logging.js';
-
-const LOCK_EX = 2;
-const LOCK_NB = 4;
-const LOCK_UN = 8;
-const EWOULDBLOCK = 11;
-
-type Flock = (fd: number, operation: number) => number;
-let flockFn: { flock: Flock; errno: () => number } | undefined;
-
-function libcFlock(): { flock: Flock; errno: () => number } {
-  if (flockFn === undefined) {
-    const require = createRequire(import.meta.url);
-    const koffi = require('koffi') as typeof Koffi;
-    const lib = koffi.load('libc.so.6');
-    flockFn = {
-      flock: lib.func('int flock(int fd, int operation)') as Flock,
-      errno: () => koffi.errno(),
-    };
-  }
-  return flockFn;
-}
-
-/**
- * Takes the exclusive lock on `<dir>/.lock` (plugins writing a DEL hold it shared for a few
- * milliseconds), polling without blocking the event loop; returns the release.
- */
-async function lockExclusive(dir: string, timeoutMs: number): Promise<() => void> {
-  const { flock, errno } = libcFlock();
-  const fd = openSync(join(dir, '.lock'), 'a', 0o600);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (flock(fd, LOCK_EX | LOCK_NB) === 0)
-      return () => {
-        flock(fd, LOCK_UN);
-        closeSync(fd);
-      };
-    const err = errno();
-    if (err !== EWOULDBLOCK || Date.now() > deadline) {
-      closeSync(fd);
-      throw new Error(
-        err === EWOULDBLOCK
-          ? `the DEL queue's lock ${join(dir, '.lock')} stayed held for ${timeoutMs} ms`
-          : `flock on ${join(dir, '.lock')} failed (errno ${err})`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 export interface ReplayReport {
   readonly replayed: number;
@@ -86,7 +36,8 @@ export async function replayCniQueue(
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const names = (await readdir(dir)).filter((n) => n.endsWith('.del') && !n.startsWith('.'));
   if (names.length === 0) return { replayed: 0, failed: 0, dropped: 0 };
-  const release = await lockExclusive(dir, 10_000);
+  // Plugins hold it shared for the few milliseconds they write a file.
+  const lock = await lockExclusive(join(dir, '.lock'), 10_000);
   const counts = { replayed: 0, failed: 0, dropped: 0 };
   try {
     // Listed again under the lock: a plugin may have renamed one in since.
@@ -145,7 +96,7 @@ export async function replayCniQueue(
       }
     }
   } finally {
-    release();
+    lock.release();
   }
   return counts;
 }

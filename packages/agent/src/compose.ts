@@ -7,6 +7,7 @@
 // A setup request's path, for a reader: servers.ts (gRPC) → alloc-handlers.ts (decode, gate,
 // metrics, log line) → the runner → the configurator → the CNI runtime and iptables.
 import { mkdir } from 'node:fs/promises';
+import { posix } from 'node:path';
 import { createAllocRunner, isRunnerError } from '@allocnet/alloc-runner';
 import type { AllocRunner, NetnsManager } from '@allocnet/alloc-runner';
 import { createCniRuntime, createNodePluginExec, findPlugin, isCniError } from '@allocnet/cni';
@@ -21,6 +22,8 @@ import { createCniHandler } from './cni-handler.js';
 import { replayCniQueue } from './cni-queue.js';
 import { startCniServer } from './cni-server.js';
 import type { CniServer } from './cni-server.js';
+import { readHolder, tryLockExclusive, writeHolder } from './flock.js';
+import type { HeldLock } from './flock.js';
 import { createReapGate } from './gate.js';
 import { componentLogger } from './logging.js';
 import type { AgentLogger } from './logging.js';
@@ -73,6 +76,8 @@ export interface ComposedAgent {
   readonly cniServer: CniServer;
   /** Stops the DEL queue's periodic replay (the one at start is done). */
   readonly stopCniQueue: () => void;
+  /** Lets another agent open the data dir: the last step of a stop. */
+  readonly releaseDataDir: () => void;
   readonly metricsServer: MetricsServer | undefined;
   /** Whether the TCP listener speaks TLS. */
   readonly tls: boolean;
@@ -109,6 +114,31 @@ function warnMissingPlugins(
       missing,
       pluginDirs,
     });
+}
+
+/** The file in the data dir an agent holds locked for its life. */
+export const DATA_DIR_LOCK = 'agent.lock';
+
+/**
+ * The exclusive lock on `<dataDir>/agent.lock`, held until the agent stops (or dies: the kernel
+ * drops it), with the holder's pid and sockets written in it. Two agents on one data dir would
+ * each reconcile the other's allocations as leaks; the second is refused, naming the first.
+ */
+function lockDataDir(config: AgentConfig): HeldLock {
+  const path = posix.join(config.dataDir, DATA_DIR_LOCK);
+  const held = tryLockExclusive(path);
+  if (held === undefined) {
+    const holder = readHolder(path);
+    throw new AgentError(
+      `the data dir ${JSON.stringify(config.dataDir)} is in use by another agent${holder === '' ? '' : ` (${holder})`}; stop it first, or give this agent a data dir of its own`,
+      { code: 'data-dir-in-use' },
+    );
+  }
+  writeHolder(
+    held,
+    `pid ${process.pid}, socket ${config.socket}, cni socket ${config.cni.socket}, since ${new Date().toISOString()}\n`,
+  );
+  return held;
 }
 
 /** Restores what the last run left and reconciles once. */
@@ -149,9 +179,15 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
         ? undefined
         : await readOperatorToken(config.tcp.operatorTokenFile),
   };
-  // Another agent on this socket: refuse before opening its state store.
+  // Another agent on this socket, or on this data dir: refuse before opening anything of it (the
+  // socket is only probed here; the data dir's lock is taken before its store is opened).
   await claimSocketPath(config.socket, logger);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const dataDirLock = lockDataDir(config);
+  opened.push('data dir lock', () => {
+    dataDirLock.release();
+    return Promise.resolve();
+  });
 
   // The metrics read the runner's counters once the runner exists.
   let runner: AllocRunner | undefined;
@@ -331,6 +367,9 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     cniServer,
     stopCniQueue: () => {
       clearInterval(replayTimer);
+    },
+    releaseDataDir: () => {
+      dataDirLock.release();
     },
     metricsServer,
     tls: tls !== undefined,

@@ -23,6 +23,7 @@ export type AgentErrorCode =
   | 'invalid-request'
   | 'not-found'
   | 'socket-in-use'
+  | 'data-dir-in-use'
   | 'listen-failed'
   | 'start-failed'
   | 'dev-failed'
@@ -36,6 +37,7 @@ const KINDS: Readonly<Record<AgentErrorCode, ErrorKind>> = {
   'invalid-request': 'invalid',
   'not-found': 'not-found',
   'socket-in-use': 'conflict',
+  'data-dir-in-use': 'conflict',
   'listen-failed': 'internal',
   'start-failed': 'internal',
   'dev-failed': 'internal',
