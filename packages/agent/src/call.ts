@@ -2,10 +2,10 @@
 // cancelled, the work, any error mapped to a status (status.ts), a failure counted in the
 // metrics, and one log line: `{op, allocId, network, durationMs, attempts, outcome, code, error}`.
 import * as grpc from '@grpc/grpc-js';
-import { show } from './errors.js';
+import { invalidRequest, messageOf, show } from './errors.js';
 import type { AgentLogger } from './logging.js';
 import type { AgentMetrics } from './metrics.js';
-import { grpcFailure, statusName } from './status.js';
+import { grpcFailure, protoField, statusName } from './status.js';
 import type { AbortCause } from './status.js';
 
 /** What every server call has (grpc-js does not export its `ServerSurfaceCall`). */
@@ -105,6 +105,38 @@ function callSignal(
   };
 }
 
+const UNDECODABLE = Symbol('allocnet.undecodable');
+
+/**
+ * The service with deserializers that never throw: grpc-js answers INTERNAL for a request its
+ * deserializer cannot read (hard-coded), where the client sent bad bytes; this one hands the
+ * handler a marker instead, and `requestOf` answers INVALID_ARGUMENT for it.
+ */
+export function tolerantService(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(service)) {
+    out[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer): unknown => {
+        try {
+          return method.requestDeserialize(bytes) as unknown;
+        } catch (error) {
+          return { [UNDECODABLE]: messageOf(error) };
+        }
+      },
+    };
+  }
+  return out;
+}
+
+/** The request, or INVALID_ARGUMENT when its bytes could not be decoded as the method's message. */
+export function requestOf<Req>(request: Req): Req {
+  const bad = (request as Record<symbol, unknown> | null)?.[UNDECODABLE];
+  if (typeof bad === 'string')
+    throw invalidRequest(['request'], [`could not be decoded: ${bad}`], protoField);
+  return request;
+}
+
 /** A string from a request, for a log line: at most 80 characters. */
 export function cut(text: string): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
@@ -178,10 +210,12 @@ export function createCallHandler(options: CallHandlerOptions): CallHandler {
   return {
     serve,
     unary: (op, level, work, after) => (call, callback) => {
-      void serve(op, call, level, (ctx) => work(call.request, ctx), after).then((result) => {
-        if (result.ok) callback(null, result.value);
-        else callback(result.error);
-      });
+      void serve(op, call, level, (ctx) => work(requestOf(call.request), ctx), after).then(
+        (result) => {
+          if (result.ok) callback(null, result.value);
+          else callback(result.error);
+        },
+      );
     },
     inFlight: () => running,
   };

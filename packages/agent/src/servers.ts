@@ -16,6 +16,7 @@ import {
   loadAllocnetProto,
 } from '@allocnet/proto';
 import { authInterceptor } from './auth.js';
+import { tolerantService } from './call.js';
 import { parseHostPort } from './config-codec.js';
 import { AgentError, messageOf } from './errors.js';
 import type { AgentLogger } from './logging.js';
@@ -76,8 +77,8 @@ export async function startGrpcServers(options: GrpcServersOptions): Promise<Grp
   const servers: grpc.Server[] = [];
   const makeServer = (serverOptions?: grpc.ServerOptions) => {
     const server = new grpc.Server(serverOptions);
-    server.addService(proto.AllocNetworkService.service, handlers.alloc);
-    server.addService(proto.OperatorService.service, handlers.operator);
+    server.addService(tolerantService(proto.AllocNetworkService.service), handlers.alloc);
+    server.addService(tolerantService(proto.OperatorService.service), handlers.operator);
     health.addToServer(server);
     reflection.addToServer(server);
     servers.push(server);

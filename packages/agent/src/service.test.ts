@@ -30,6 +30,7 @@ import type {
 } from '@allocnet/proto';
 import { createReapGate } from './gate.js';
 import type { AgentLogger } from './logging.js';
+import { tolerantService } from './call.js';
 import { createAgentMetrics } from './metrics.js';
 import type { AgentMetrics } from './metrics.js';
 import { createServiceHandlers } from './service.js';
@@ -124,8 +125,9 @@ beforeEach(async () => {
   inFlight = () => handlers.inFlight();
   server = new grpc.Server();
   const proto = loadAllocnetProto().allocnet.v1;
-  server.addService(proto.AllocNetworkService.service, handlers.alloc);
-  server.addService(proto.OperatorService.service, handlers.operator);
+  // As servers.ts adds them.
+  server.addService(tolerantService(proto.AllocNetworkService.service), handlers.alloc);
+  server.addService(tolerantService(proto.OperatorService.service), handlers.operator);
   const socket = join(tmp.path, 'agent.sock');
   await new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (error) => {
@@ -143,6 +145,42 @@ afterEach(async () => {
   server.forceShutdown();
   await runner.close();
   await tmp.remove();
+});
+
+/** A unary call with raw request bytes, as a broken or hostile client sends them. */
+function rawCall(path: string, bytes: Buffer): Promise<grpc.ServiceError | undefined> {
+  const client = new grpc.Client(
+    `unix://${join(tmp.path, 'agent.sock')}`,
+    grpc.credentials.createInsecure(),
+  );
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      bytes,
+      (error) => {
+        client.close();
+        resolve(error ?? undefined);
+      },
+    );
+  });
+}
+
+describe('undecodable request bytes', () => {
+  it('answer INVALID_ARGUMENT saying the request could not be decoded, for unary and streaming calls', async () => {
+    // Field 1 with wire type 7, which does not exist.
+    const garbage = Buffer.from([0x0f, 0xff, 0xff, 0xff]);
+    for (const path of [
+      '/allocnet.v1.AllocNetworkService/SetupAllocNetwork',
+      '/allocnet.v1.OperatorService/ReapLeaks',
+    ]) {
+      const error = await rawCall(path, garbage);
+      expect(error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(error?.details).toMatch(/^request could not be decoded: /);
+    }
+    expect(configurator.calls).toEqual([]);
+  });
 });
 
 const ID = '6b235529-8111-4bbe-520b-d639b1d2a94e';

@@ -13,7 +13,7 @@ import type {
 } from '@allocnet/proto';
 import { createAllocHandlers } from './alloc-handlers.js';
 import type { AllocHandlersDeps } from './alloc-handlers.js';
-import { createCallHandler, idForLog } from './call.js';
+import { createCallHandler, idForLog, requestOf } from './call.js';
 import { catalogMessages, hostStateMessage, leakMessage, stateCounts } from './convert.js';
 import { messageOf } from './errors.js';
 import type { AgentLogger } from './logging.js';
@@ -117,7 +117,7 @@ export function createServiceHandlers(deps: ServiceDeps): ServiceHandlers {
 
     ReapLeaks: (call) => {
       void serve('reap-leaks', call, 'info', async ({ signal, fields }) => {
-        const args = decodeReapRequest(call.request);
+        const args = decodeReapRequest(requestOf(call.request));
         fields.dryRun = args.dryRun;
         fields.batchSize = args.batchSize;
         const write = (message: ReapLeaksProgress) => {
