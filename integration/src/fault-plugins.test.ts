@@ -94,8 +94,8 @@ it('a plugin whose child holds its stdout and hangs: the setup fails in time, no
     ),
   );
   // Three attempts of at most 1 s each, 1–2 s apart: an error, well within the deadline.
-  expect(result).not.toBe('ok');
-  expect(result === 'ok' ? '' : result[0]).not.toBe('DEADLINE_EXCEEDED');
+  // UNAVAILABLE (try again later), not INTERNAL: the agent is fine, the plugin did not answer.
+  expect(result === 'ok' ? 'ok' : result[0]).toBe('UNAVAILABLE');
   expect(Date.now() - began).toBeLessThan(30_000);
   expect(result === 'ok' ? '' : result[1]).toContain('timed out after 1000 ms');
 

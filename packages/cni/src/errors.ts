@@ -72,7 +72,8 @@ const KINDS: Readonly<Record<CniErrorCode, ErrorKind>> = {
   'check-not-supported': 'internal',
   cache: 'internal',
   spawn: 'unavailable',
-  timeout: 'internal',
+  // A plugin that did not answer in time (a lock held elsewhere, a slow node): try again later.
+  timeout: 'unavailable',
   aborted: 'aborted',
 };
 
