@@ -25,9 +25,21 @@ function readErrorJson(text: string): t.TypeOf<typeof ErrorJson> | undefined {
   }
 }
 
-/** Output for a message: one line, at most 500 characters. */
+/**
+ * A plugin's text made fit for a message (logs, gRPC status details, a terminal): control
+ * characters (a terminal's escape sequences, NUL, C1) written as `\xNN`, never passed raw.
+ */
+export function printable(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}
+
+/** Output for a message: one line, printable, at most 500 characters. */
 export function oneLine(text: string): string {
-  const trimmed = text.trim().replace(/\s*\n\s*/g, ' ');
+  const trimmed = printable(text.trim().replace(/\s*\n\s*/g, ' '));
   return trimmed.length > 500 ? `${trimmed.slice(0, 497)}...` : trimmed;
 }
 
@@ -54,10 +66,11 @@ export function pluginFailure(
   }
   const reported = readErrorJson(result.stdout) ?? readErrorJson(result.stderr);
   if (reported !== undefined) {
-    const text =
+    const text = oneLine(
       reported.details === undefined || reported.details === ''
         ? reported.msg
-        : `${reported.msg}: ${reported.details}`;
+        : `${reported.msg}: ${reported.details}`,
+    );
     return new CniError(`${context}: ${text}`, {
       ...base,
       code: codeName(reported.code),
