@@ -19,6 +19,7 @@ import {
   decodeSetupRequest,
   decodeTeardownRequest,
 } from './requests.js';
+import type { AllocLimits } from './requests.js';
 import type { ReapGate } from './gate.js';
 import type { AgentMetrics } from './metrics.js';
 
@@ -28,6 +29,8 @@ export interface AllocHandlersDeps {
   readonly metrics: AgentMetrics;
   readonly gate: ReapGate;
   readonly ignoreHostIps: boolean;
+  /** The agent's caps on one allocation (config `limits`). */
+  readonly limits: AllocLimits;
 }
 
 export function createAllocHandlers(
@@ -62,6 +65,7 @@ export function createAllocHandlers(
           catalog: () => configurator.catalog(),
           reload: () => configurator.reload(),
           ignoreHostIps: deps.ignoreHostIps,
+          limits: deps.limits,
         });
         fields.decoded = true;
         return gate.shared(async () => {

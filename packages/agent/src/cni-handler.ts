@@ -14,6 +14,8 @@ import type { NetworkCatalog } from '@allocnet/cni-configurator';
 import { CniFault, attachmentAllocId, badField, requestFieldOf, specOfAdd } from './cni-request.js';
 import type { CniCall } from './cni-request.js';
 import type { AgentLogger } from './logging.js';
+import { DEFAULT_LIMITS } from './requests.js';
+import type { AllocLimits } from './requests.js';
 
 /** An answer: the HTTP status and the JSON body (undefined: empty). */
 export interface CniAnswer {
@@ -44,6 +46,8 @@ const KIND_CODE: Readonly<Record<ErrorKind, number>> = {
   unavailable: CNI_CODES.tryAgainLater,
   aborted: CNI_CODES.tryAgainLater,
   broken: CNI_CODES.broken,
+  // The data dir is full: the same call works once space is freed (the runtime retries).
+  exhausted: CNI_CODES.tryAgainLater,
   internal: CNI_CODES.internal,
 };
 
@@ -97,6 +101,8 @@ export interface CniHandlerOptions {
   /** Re-reads the conf dir: a network just added may not be in the catalog yet. */
   readonly reload: () => Promise<NetworkCatalog>;
   readonly ignoreHostIps: boolean;
+  /** The agent's caps (config `limits`), as over gRPC. Default `DEFAULT_LIMITS`. */
+  readonly limits?: AllocLimits;
   readonly logger: AgentLogger;
 }
 
@@ -136,7 +142,10 @@ export function createCniHandler(options: CniHandlerOptions): CniHandler {
   }
 
   async function add(call: CniCall, signal: AbortSignal): Promise<CniAnswer> {
-    const spec = decodeSpec(specOfAdd(call));
+    // The runner's decoder with the agent's limits, as a gRPC setup: more mappings than
+    // `limits.maxPorts` is code 4 naming config.runtimeConfig.portMappings, more CNI_ARGS than
+    // `limits.maxCniArgs` code 7 naming env.CNI_ARGS (faultOf).
+    const spec = decodeSpec(specOfAdd(call), options.limits ?? DEFAULT_LIMITS);
     await precheck(spec);
     await runner.setup(spec, { signal });
     const result = runner.get(spec.allocId)?.attachment?.result;

@@ -274,6 +274,8 @@ function argsOf(text: string | undefined): [string, string][] {
  * what a verb needs and did not get is a fault too (ADD without CNI_NETNS).
  */
 export function decodeCniRequest(body: unknown): CniCall {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw badField(['body'], `should be an object with env and config, got ${show(body)}`);
   const request = decodeAt(Request, body, []);
   const env = decodeAt(Env, request.env, ['env']);
   const config = decodeAt(Config, request.config, ['config']);

@@ -117,7 +117,9 @@ export function section<P extends Record<string, t.Mixed>>(
         return t.failure(u, c, `should be a map of keys, got ${show(u)}`);
       const out: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(u as Record<string, unknown>)) {
-        const codec = props[key];
+        // Own keys only: `toString` or `__proto__` in a config file is an unknown key, not the
+        // prototype's method.
+        const codec = Object.prototype.hasOwnProperty.call(props, key) ? props[key] : undefined;
         const at = [...c, { key, type: codec ?? unknownKey, actual: value }];
         if (codec === undefined)
           return t.failure(value, at, `is not a known key (known: ${known.join(', ')})`);

@@ -45,6 +45,22 @@ describe('allocnet agent', () => {
     });
   });
 
+  it('takes the caps on one allocation from --max-ports and --max-cni-args', async () => {
+    const { io: world, out } = io({ ALLOCNET_MAX_PORTS: '64' });
+    expect(
+      await runAgentCli(['--print-config', '--max-ports', '4', '--max-cni-args', '2'], world),
+    ).toBe(0);
+    expect((JSON.parse(out.stdout) as { limits: unknown }).limits).toEqual({
+      maxPorts: 4,
+      maxCniArgs: 2,
+    });
+    const bad = io();
+    expect(await runAgentCli(['--print-config', '--max-ports', 'lots'], bad.io)).toBe(1);
+    expect(bad.out.stderr).toBe(
+      'allocnet agent: config: limits.maxPorts should be a whole number from 0 to 1024, got "lots" (flag --max-ports)\n',
+    );
+  });
+
   it('prefers --config over ALLOCNET_CONFIG', async () => {
     const a = join(tmp.path, 'a.json');
     await writeFile(a, JSON.stringify({ region: 'from-flag' }));
@@ -73,6 +89,8 @@ describe('allocnet agent', () => {
       '--socket',
       '--conf-dir',
       '--plugin-dir',
+      '--max-ports',
+      '--max-cni-args',
       '--dev',
     ])
       expect(help.out.stdout).toContain(flag);

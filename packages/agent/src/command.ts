@@ -147,7 +147,7 @@ async function runDev(
 
 /**
  * The `agent` command: `allocnet agent [--config F] [--data-dir D] [--socket PATH] [--conf-dir D]
- * [--plugin-dir D]… [--dev] …`. Its action resolves when the agent has stopped (after SIGTERM or
+ * [--plugin-dir D]… [--max-ports N] [--max-cni-args N] [--dev] …`. Its action resolves when the agent has stopped (after SIGTERM or
  * SIGINT: exit status 0) and rejects with an `AgentError` when it cannot start (status 1).
  */
 export function agentCommand(io: AgentIo, options: AgentCommandOptions = {}): Command {
@@ -210,6 +210,18 @@ export function agentCommand(io: AgentIo, options: AgentCommandOptions = {}): Co
     .addOption(new Option('--log-format <format>', 'json or text (default: text on a terminal)'))
     .addOption(
       new Option('--ready-file <file>', 'write {pid, socket, tcp, metrics} here once serving'),
+    )
+    .addOption(
+      new Option(
+        '--max-ports <n>',
+        `ports one allocation may ask for, 0-1024 (default ${DEFAULTS.maxPorts})`,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--max-cni-args <n>',
+        `CNI args one allocation may give, 0-64 (default ${DEFAULTS.maxCniArgs})`,
+      ),
     )
     .addOption(new Option('--print-config', 'print the effective configuration as JSON and exit'))
     .addOption(

@@ -269,6 +269,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     catalog: () => configurator.catalog(),
     reload: () => configurator.reload(),
     ignoreHostIps: config.ignoreHostIps,
+    limits: config.limits,
     logger: componentLogger(logger, 'cni-server'),
   });
   const cniServer = await startCniServer({
@@ -298,6 +299,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     logger,
     gate: createReapGate(),
     ignoreHostIps: config.ignoreHostIps,
+    limits: config.limits,
     info: {
       version: options.version,
       reconcileMode: config.reconcile.mode,

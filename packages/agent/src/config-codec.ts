@@ -15,6 +15,7 @@ import {
   whole,
 } from './codec.js';
 import { show } from './errors.js';
+import { LIMITS } from './requests.js';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 export type LogFormat = 'json' | 'text';
@@ -132,6 +133,11 @@ export const LayerCodec = section('config', {
   metrics: section('metrics', { address: MetricsAddress }),
   shutdownTimeoutMs: whole('ShutdownTimeoutMs', 0, MAX_TIMER_MS, ' of milliseconds'),
   readyFile: AbsolutePath,
+  // Up to the fixed limits every request is decoded with (requests.ts).
+  limits: section('limits', {
+    maxPorts: whole('MaxPorts', 0, LIMITS.ports),
+    maxCniArgs: whole('MaxCniArgs', 0, LIMITS.cniArgs),
+  }),
 });
 
 export type Layer = t.TypeOf<typeof LayerCodec>;

@@ -54,6 +54,7 @@ const DEFAULT_CONFIG: AgentConfig = {
   log: { level: 'info', format: 'json' },
   metrics: { address: '127.0.0.1:9464' },
   shutdownTimeoutMs: 30000,
+  limits: { maxPorts: 128, maxCniArgs: 64 },
 };
 
 describe('loadAgentConfig', () => {
@@ -104,6 +105,7 @@ log: { level: debug, format: text }
 metrics: { address: "[::1]:9500" }
 shutdownTimeoutMs: 10000
 readyFile: /run/a/ready.json
+limits: { maxPorts: 16, maxCniArgs: 0 }
 `,
     );
     expect(await loadAgentConfig({ file: path, env: {} })).toEqual({
@@ -141,6 +143,7 @@ readyFile: /run/a/ready.json
       metrics: { address: '[::1]:9500' },
       shutdownTimeoutMs: 10000,
       readyFile: '/run/a/ready.json',
+      limits: { maxPorts: 16, maxCniArgs: 0 },
     });
   });
 
@@ -181,6 +184,8 @@ readyFile: /run/a/ready.json
         ALLOCNET_METRICS_ADDRESS: 'off',
         ALLOCNET_SHUTDOWN_TIMEOUT_MS: '5',
         ALLOCNET_READY_FILE: '/r.json',
+        ALLOCNET_MAX_PORTS: '1024',
+        ALLOCNET_MAX_CNI_ARGS: '8',
         // Other ALLOCNET_* variables belong to other tools and are left alone.
         ALLOCNET_ADDRESS: 'whatever',
         ALLOCNET_TESTNS_PREFIX: 'ant-1',
@@ -208,6 +213,7 @@ readyFile: /run/a/ready.json
       metrics: { address: 'off' },
       shutdownTimeoutMs: 5,
       readyFile: '/r.json',
+      limits: { maxPorts: 1024, maxCniArgs: 8 },
     });
   });
 
@@ -223,6 +229,16 @@ readyFile: /run/a/ready.json
     });
     expect(config.dataDir).toBe('/from-file');
     expect(config.socket).toBe('/env/agent.sock');
+    // A limit from the file, the other from a flag over the environment.
+    expect(
+      (
+        await loadAgentConfig({
+          file: await file('limits.yaml', 'limits: { maxPorts: 4, maxCniArgs: 2 }\n'),
+          env: { ALLOCNET_MAX_CNI_ARGS: '3' },
+          flags: { 'max-cni-args': '1' },
+        })
+      ).limits,
+    ).toEqual({ maxPorts: 4, maxCniArgs: 1 });
     expect(config.cni).toEqual({
       pluginDirs: ['/f1', '/f2'],
       confDir: '/flag/net.d',
@@ -244,7 +260,7 @@ readyFile: /run/a/ready.json
     [
       'an unknown key, naming it and the file',
       { file: 'dataDirr: /x\n' },
-      'config: dataDirr is not a known key (known: dataDir, socket, tcp, cni, defaultNetwork, netnsPrefix, ignoreHostIps, region, concurrency, reconcile, log, metrics, shutdownTimeoutMs, readyFile) (<file>)',
+      'config: dataDirr is not a known key (known: dataDir, socket, tcp, cni, defaultNetwork, netnsPrefix, ignoreHostIps, region, concurrency, reconcile, log, metrics, shutdownTimeoutMs, readyFile, limits) (<file>)',
     ],
     [
       'an unknown nested key',
@@ -350,6 +366,21 @@ readyFile: /run/a/ready.json
       'a socket path too long for a sockaddr',
       { flags: { socket: `/${'s'.repeat(120)}` } },
       `config: socket ${JSON.stringify(`/${'s'.repeat(120)}`).slice(0, 77)}... is 121 bytes long; a unix socket path has at most 107 (flag --socket)`,
+    ],
+    [
+      'more ports than the decoder takes',
+      { flags: { 'max-ports': '1025' } },
+      'config: limits.maxPorts should be a whole number from 0 to 1024, got 1025 (flag --max-ports)',
+    ],
+    [
+      'a CNI args cap that is not a number',
+      { env: { ALLOCNET_MAX_CNI_ARGS: 'many' } },
+      'config: limits.maxCniArgs should be a whole number from 0 to 64, got "many" (env ALLOCNET_MAX_CNI_ARGS)',
+    ],
+    [
+      'an unknown limit',
+      { file: 'limits: { maxArgs: 3 }\n' },
+      'config: limits.maxArgs is not a known key (known: maxPorts, maxCniArgs) (<file>)',
     ],
     [
       'a top level that is not a map',

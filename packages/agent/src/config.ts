@@ -13,6 +13,7 @@ import { LayerCodec, MAX_SOCKET_PATH_BYTES, isLoopback, parseHostPort } from './
 import type { Layer, LogFormat, LogLevel, ReconcileMode } from './config-codec.js';
 import { CNI_CACHE_SUBDIR, CNI_QUEUE_SUBDIR, CNI_SOCKET_NAME, DEFAULTS } from './defaults.js';
 import { AgentError, messageOf, show } from './errors.js';
+import type { AllocLimits } from './requests.js';
 import { ENV_SETTINGS, fromText, setPath } from './settings.js';
 
 export type { LogFormat, LogLevel, ReconcileMode } from './config-codec.js';
@@ -89,6 +90,12 @@ export interface AgentConfig {
   readonly shutdownTimeoutMs: number;
   /** Written (JSON: pid, socket, tcp and metrics addresses) once the agent serves; removed at exit. */
   readonly readyFile?: string;
+  /**
+   * What one allocation may ask for, over gRPC and through the CNI server alike: `maxPorts`
+   * (default 128, at most 1024) and `maxCniArgs` (default 64, at most 64). More is refused
+   * before anything runs, naming the field and the key.
+   */
+  readonly limits: AllocLimits;
 }
 
 // ---- layers, merge, resolve -----------------------------------------------------------------
@@ -267,6 +274,10 @@ function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
     metrics: { address: layer.metrics?.address ?? DEFAULTS.metricsAddress },
     shutdownTimeoutMs: layer.shutdownTimeoutMs ?? DEFAULTS.shutdownTimeoutMs,
     ...(layer.readyFile === undefined ? {} : { readyFile: layer.readyFile }),
+    limits: {
+      maxPorts: layer.limits?.maxPorts ?? DEFAULTS.maxPorts,
+      maxCniArgs: layer.limits?.maxCniArgs ?? DEFAULTS.maxCniArgs,
+    },
   };
   return config;
 }

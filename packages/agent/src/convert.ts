@@ -1,5 +1,5 @@
 // The runner's records and the configurator's reports as the .proto's messages.
-import type { AllocPhase, AllocRecord } from '@allocnet/alloc-runner';
+import type { AllocPhase, AllocRecord, StrayNamespace } from '@allocnet/alloc-runner';
 import type { HostState, Leak, NetworkCatalog } from '@allocnet/cni-configurator';
 import type {
   AllocNetworkStatus,
@@ -8,6 +8,7 @@ import type {
   Leak as LeakMessage,
   NetworkInfo,
   Phase,
+  StrayNamespace as StrayNamespaceMessage,
 } from '@allocnet/proto';
 
 const PHASES: Readonly<Record<AllocPhase, Phase>> = {
@@ -88,6 +89,10 @@ export function leakMessage(leak: Leak): LeakMessage {
     networks: [...leak.networks],
     state: hostStateMessage(leak.state),
   };
+}
+
+export function strayNamespaceMessage(ns: StrayNamespace): StrayNamespaceMessage {
+  return { name: ns.name, path: ns.path, allocId: ns.allocId, reason: ns.reason };
 }
 
 export function catalogMessages(catalog: NetworkCatalog): {

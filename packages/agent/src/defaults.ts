@@ -27,6 +27,13 @@ export const DEFAULTS = {
   logLevel: 'info',
   metricsAddress: '127.0.0.1:9464',
   shutdownTimeoutMs: 30_000,
+  /**
+   * Ports one allocation may ask for: through portmap, 300 ports take 14 s to set up and 1,000
+   * never finish within a plugin's timeout; Nomad's own jobs rarely have more than a few dozen.
+   */
+  maxPorts: 128,
+  /** CNI args one allocation may give (the decoder's fixed limit as well). */
+  maxCniArgs: 64,
 } as const;
 
 /**

@@ -23,6 +23,8 @@ function stats(extra: Partial<RunnerStats> = {}): RunnerStats {
     leaksReaped: 0,
     orphanNamespacesFound: 0,
     orphanNamespacesReaped: 0,
+    store: { writable: true, writeFailures: 0 },
+    unremovedRecords: 0,
     ...extra,
   };
 }
@@ -82,6 +84,32 @@ describe('createAgentMetrics', () => {
     expect(await samples(m, 'allocnet_live_allocations')).toEqual(['allocnet_live_allocations 0']);
   });
 
+  it('says whether the state store is writable, and counts the writes a full data dir refused', async () => {
+    let now = stats();
+    const m = createAgentMetrics({ stats: () => now, version: '0', processMetrics: false });
+    expect(await samples(m, 'allocnet_store_writable')).toEqual(['allocnet_store_writable 1']);
+    expect(await samples(m, 'allocnet_store_write_failures_total')).toEqual([
+      'allocnet_store_write_failures_total 0',
+    ]);
+    now = stats({
+      store: {
+        writable: false,
+        problem: 'the data dir "/d" has no space left',
+        sinceMs: 5,
+        writeFailures: 3,
+      },
+    });
+    expect(await samples(m, 'allocnet_store_writable')).toEqual(['allocnet_store_writable 0']);
+    expect(await samples(m, 'allocnet_store_write_failures_total')).toEqual([
+      'allocnet_store_write_failures_total 3',
+    ]);
+    now = stats({ store: { writable: true, writeFailures: 3 } });
+    expect(await samples(m, 'allocnet_store_writable')).toEqual(['allocnet_store_writable 1']);
+    expect(await samples(m, 'allocnet_store_write_failures_total')).toEqual([
+      'allocnet_store_write_failures_total 3',
+    ]);
+  });
+
   it("counts the leaks the runner counted (its reconciler's and the operators')", async () => {
     let now = stats({ leaksFound: 5, leaksReaped: 4 });
     const m = createAgentMetrics({ stats: () => now, version: '0', processMetrics: false });
@@ -91,7 +119,18 @@ describe('createAgentMetrics', () => {
     expect(await samples(m, 'allocnet_leaks_reaped_total')).toEqual([
       'allocnet_leaks_reaped_total 4',
     ]);
-    now = stats({ leaksFound: 7, leaksReaped: 4 });
+    now = stats({
+      leaksFound: 7,
+      leaksReaped: 4,
+      orphanNamespacesFound: 2,
+      orphanNamespacesReaped: 1,
+    });
+    expect(await samples(m, 'allocnet_stray_namespaces_found_total')).toEqual([
+      'allocnet_stray_namespaces_found_total 2',
+    ]);
+    expect(await samples(m, 'allocnet_stray_namespaces_reaped_total')).toEqual([
+      'allocnet_stray_namespaces_reaped_total 1',
+    ]);
     expect(await samples(m, 'allocnet_leaks_found_total')).toEqual([
       'allocnet_leaks_found_total 7',
     ]);

@@ -88,6 +88,28 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
       countedReaped = reaped;
     },
   });
+  let countedNetnsFound = 0;
+  let countedNetnsReaped = 0;
+  new Counter({
+    name: 'allocnet_stray_namespaces_found_total',
+    help: "Namespaces named like the agent's allocations' that no allocation has, found by the reconciler, ListLeaks and ReapLeaks",
+    registers,
+    collect() {
+      const found = options.stats()?.orphanNamespacesFound ?? countedNetnsFound;
+      if (found > countedNetnsFound) this.inc(found - countedNetnsFound);
+      countedNetnsFound = found;
+    },
+  });
+  new Counter({
+    name: 'allocnet_stray_namespaces_reaped_total',
+    help: 'Stray namespaces removed by the reconciler (reap mode) or ReapLeaks',
+    registers,
+    collect() {
+      const reaped = options.stats()?.orphanNamespacesReaped ?? countedNetnsReaped;
+      if (reaped > countedNetnsReaped) this.inc(reaped - countedNetnsReaped);
+      countedNetnsReaped = reaped;
+    },
+  });
   new Gauge({
     name: 'allocnet_live_allocations',
     help: 'Allocation networks set up and ready now',
@@ -105,6 +127,25 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
       const stats = options.stats();
       for (const phase of ['setting-up', 'ready', 'tearing-down', 'failed'] as const)
         this.set({ phase }, stats?.allocations[phase] ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'allocnet_store_writable',
+    help: 'Whether the state store can be written now: 0 once a write found the data dir full, 1 again once a write (or the retry probe) succeeds',
+    registers,
+    collect() {
+      this.set(options.stats()?.store.writable === false ? 0 : 1);
+    },
+  });
+  let countedWriteFailures = 0;
+  new Counter({
+    name: 'allocnet_store_write_failures_total',
+    help: 'State store writes that failed because the data dir was full or over quota (the call failed with RESOURCE_EXHAUSTED, nothing changed)',
+    registers,
+    collect() {
+      const failed = options.stats()?.store.writeFailures ?? countedWriteFailures;
+      if (failed > countedWriteFailures) this.inc(failed - countedWriteFailures);
+      countedWriteFailures = failed;
     },
   });
   const pluginExec = new Histogram({

@@ -1,5 +1,6 @@
 import type { NetworkCatalog } from '@allocnet/cni-configurator';
 import type { SetupAllocNetworkRequest__Output } from '@allocnet/proto';
+import * as grpc from '@grpc/grpc-js';
 import { isAgentError } from './errors.js';
 import {
   decodeForceCleanupRequest,
@@ -7,6 +8,8 @@ import {
   decodeSetupRequest,
   decodeTeardownRequest,
 } from './requests.js';
+import type { SetupContext } from './requests.js';
+import { grpcFailure } from './status.js';
 
 const catalog: NetworkCatalog = {
   networks: [
@@ -114,6 +117,83 @@ describe('decodeSetupRequest', () => {
       decodeSetupRequest(request({ ports }), { ...context, ignoreHostIps: true }),
     ).rejects.toThrow(
       'ports[1].value ("b") claims host port 80, which ports[0].value ("a") already claims',
+    );
+  });
+});
+
+describe("the agent's limits on one allocation", () => {
+  const port = (value: number) => ({ label: `p${value}`, value, to: 0, hostIp: '' });
+  const ports = (n: number) => Array.from({ length: n }, (_, i) => port(1000 + i));
+
+  /** What a client sees for a request the decoder refuses: the status, its details, metadata. */
+  async function refused(r: SetupAllocNetworkRequest__Output, ctx: SetupContext) {
+    try {
+      await decodeSetupRequest(r, ctx);
+    } catch (error) {
+      return grpcFailure(error, undefined);
+    }
+    throw new Error('the request was accepted');
+  }
+
+  it.each<[string, Partial<SetupAllocNetworkRequest__Output>, string, string]>([
+    [
+      'more ports than limits.maxPorts',
+      { ports: ports(3) },
+      'ports',
+      "ports has 3 ports, more than the agent's limit of 2 (limits.maxPorts)",
+    ],
+    [
+      'more legacy ports, over every network and list',
+      {
+        networks: [
+          { reservedPorts: [port(1)], dynamicPorts: [port(2)] },
+          { reservedPorts: [], dynamicPorts: [port(3)] },
+        ],
+      },
+      'networks',
+      "networks has 3 ports, more than the agent's limit of 2 (limits.maxPorts)",
+    ],
+    [
+      'more CNI args than limits.maxCniArgs',
+      { cniArgs: { a: '1', b: '2' } },
+      'cni_args',
+      "cni_args has 2 entries, more than the agent's limit of 1 (limits.maxCniArgs)",
+    ],
+  ])(
+    'refuses %s with INVALID_ARGUMENT naming the field and the key, before the network is looked up',
+    async (_what, extra, field, details) => {
+      let reloads = 0;
+      const ctx: SetupContext = {
+        ...context,
+        reload: () => {
+          reloads++;
+          return Promise.resolve(catalog);
+        },
+        limits: { maxPorts: 2, maxCniArgs: 1 },
+      };
+      // An unknown network would re-read the conf dir: the limit is checked first.
+      expect(await refused(request({ ...extra, network: 'nowhere' }), ctx)).toEqual({
+        code: grpc.status.INVALID_ARGUMENT,
+        details,
+        metadata: { 'allocnet-error': 'invalid-argument', 'allocnet-field': field },
+      });
+      expect(reloads).toBe(0);
+    },
+  );
+
+  it('takes up to the limits; without limits in the context, the defaults (128 ports, 64 args)', async () => {
+    const limits = { maxPorts: 2, maxCniArgs: 1 };
+    await expect(
+      decodeSetupRequest(request({ ports: ports(2), cniArgs: { a: '1' } }), {
+        ...context,
+        limits,
+      }),
+    ).resolves.toMatchObject({ ports: [{ value: 1000 }, { value: 1001 }], cniArgs: { a: '1' } });
+    await expect(
+      decodeSetupRequest(request({ ports: ports(128) }), context),
+    ).resolves.toBeDefined();
+    expect((await refused(request({ ports: ports(129) }), context)).details).toBe(
+      "ports has 129 ports, more than the agent's limit of 128 (limits.maxPorts)",
     );
   });
 });

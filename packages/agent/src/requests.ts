@@ -1,6 +1,6 @@
 // Every request is decoded here before anything uses it: first its shape and sizes with io-ts
 // (field names as in the .proto), then the allocation spec with the runner's own decoder (ids,
-// CNI_ARGS characters, ports), then what the configurator would only find after the runner had
+// CNI_ARGS characters, ports, the agent's `limits`), then what the configurator would only find after the runner had
 // recorded an intent and made a namespace (duplicate host ports, an unknown network), so that a
 // bad request changes nothing at all.
 import * as t from 'io-ts';
@@ -18,10 +18,27 @@ import type {
   TeardownAllocNetworkRequest__Output,
 } from '@allocnet/proto';
 import { failWith, list, problem } from './codec.js';
+import { DEFAULTS } from './defaults.js';
 import { invalidRequest, show } from './errors.js';
 import { protoField } from './status.js';
 
-/** The same limits the configurator applies, so that either check gives the same message. */
+/**
+ * The agent's caps on one allocation (config `limits.maxPorts`, `limits.maxCniArgs`): the
+ * runner's `SpecLimits`, which `decodeSpec` applies for both front doors (this one and the CNI
+ * server's). Read off `decodeSpec`, as @allocnet/alloc-runner does not export the type by name.
+ */
+export type AllocLimits = NonNullable<Parameters<typeof decodeSpec>[1]>;
+
+/** The caps when none are given: the agent's defaults. */
+export const DEFAULT_LIMITS: AllocLimits = {
+  maxPorts: DEFAULTS.maxPorts,
+  maxCniArgs: DEFAULTS.maxCniArgs,
+};
+
+/**
+ * The same limits the configurator applies, so that either check gives the same message; the
+ * agent's `limits` (`AllocLimits`) may only lower `ports` and `cniArgs`.
+ */
 export const LIMITS = {
   allocId: 64,
   field: 256,
@@ -143,11 +160,14 @@ export interface SetupContext {
   /** Re-reads the conf dir: a network just added may not be in the catalog yet. */
   readonly reload: () => Promise<NetworkCatalog>;
   readonly ignoreHostIps: boolean;
+  /** The agent's caps (config `limits`). Default `DEFAULT_LIMITS`. */
+  readonly limits?: AllocLimits;
 }
 
 /**
  * A SetupAllocNetworkRequest as the runner's spec, or INVALID_ARGUMENT naming the field. The
- * proto's defaults (empty strings, `to` 0, empty lists) mean "not set".
+ * proto's defaults (empty strings, `to` 0, empty lists) mean "not set". More ports or CNI args
+ * than the agent's `limits` allow are refused here, before the runner records anything.
  */
 export async function decodeSetupRequest(
   request: SetupAllocNetworkRequest__Output,
@@ -179,8 +199,9 @@ export async function decodeSetupRequest(
     ...(Object.keys(r.cniArgs).length === 0 ? {} : { cniArgs: r.cniArgs }),
     ...(r.netnsPath === '' ? {} : { netnsPath: r.netnsPath }),
   };
-  // The runner's decoder: the same rules its setup applies (a RunnerError naming `spec.…`).
-  const spec = decodeSpec(input);
+  // The runner's decoder: the same rules its setup applies, and the agent's limits (a RunnerError
+  // naming `spec.…`).
+  const spec = decodeSpec(input, context.limits ?? DEFAULT_LIMITS);
   // Two ports on one host port: the configurator would find it only after the intent and the
   // namespace exist (a ConfiguratorError naming `ports[1].value`).
   portMappings(spec, context.ignoreHostIps);

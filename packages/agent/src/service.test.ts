@@ -3,7 +3,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { createAllocRunner, noCrashPoints } from '@allocnet/alloc-runner';
+import { RunnerError, createAllocRunner, noCrashPoints } from '@allocnet/alloc-runner';
 import type { AllocRunner } from '@allocnet/alloc-runner';
 import {
   createDeferred,
@@ -107,6 +107,7 @@ beforeEach(async () => {
     logger,
     gate: createReapGate(),
     ignoreHostIps: false,
+    limits: { maxPorts: 128, maxCniArgs: 64 },
     info: {
       version: '9.9.9',
       reconcileMode: 'report',
@@ -627,6 +628,56 @@ describe('OperatorService', () => {
     );
   });
 
+  it('lists stray namespaces and reaps them, never one an allocation has', async () => {
+    const stray = '0c1d2e3f-0000-4000-8000-0000000000aa';
+    const stuck = '0c1d2e3f-0000-4000-8000-0000000000bb';
+    const why = `named like this agent's allocations (prefix "alloc-") but no allocation has it`;
+    const message = (id: string) => ({
+      name: `alloc-${id}`,
+      path: `/run/netns/alloc-${id}`,
+      allocId: id,
+      reason: why,
+    });
+    await unary(alloc, 'SetupAllocNetwork', setupRequest());
+    netns.add(`alloc-${stray}`).add(`alloc-${stuck}`).add('other-ns');
+
+    expect(await unary(operator, 'ListLeaks', {})).toEqual({
+      leaks: [],
+      orphans: { rules: [], chains: [], reservations: [], cacheFiles: [] },
+      namespaces: [message(stray), message(stuck)],
+    });
+    const dry = await readStream(operator.ReapLeaks({ dryRun: true }));
+    expect(dry.at(-1)?.summary?.namespaces).toEqual([message(stray), message(stuck)]);
+    expect(netns.callsOf('remove')).toEqual([]);
+
+    netns.fail(
+      'remove',
+      new RunnerError(`ip netns delete alloc-${stray} failed (exit status 1): busy`, {
+        code: 'netns',
+      }),
+    );
+    const reaped = await readStream(operator.ReapLeaks({}));
+    expect(reaped.at(-1)?.summary).toMatchObject({
+      namespaces: [message(stuck)],
+      failed: [
+        {
+          allocId: stray,
+          netnsName: `alloc-${stray}`,
+          error: `ip netns delete alloc-${stray} failed (exit status 1): busy`,
+        },
+      ],
+    });
+    expect([...netns.names].sort()).toEqual([`alloc-${stray}`, `alloc-${ID}`, 'other-ns']);
+    expect(logOf('list-leaks')[0]).toMatchObject({ namespaces: 2, leaks: 0 });
+    expect(logOf('reap-leaks')[1]).toMatchObject({ dryRun: false, namespaces: 1, failed: 1 });
+
+    const again = await readStream(operator.ReapLeaks({}));
+    expect(again.at(-1)?.summary).toMatchObject({ namespaces: [message(stray)], failed: [] });
+    expect([...netns.names].sort()).toEqual([`alloc-${ID}`, 'other-ns']);
+    expect((await unary(operator, 'ListLeaks', {})).namespaces).toEqual([]);
+    expect(runner.stats()).toMatchObject({ orphanNamespacesFound: 7, orphanNamespacesReaped: 2 });
+  });
+
   it('refuses a batch size out of range in the stream', async () => {
     await expect(readStream(operator.ReapLeaks({ batchSize: 10001 }))).rejects.toMatchObject({
       code: grpc.status.INVALID_ARGUMENT,
@@ -735,6 +786,13 @@ describe('OperatorService', () => {
       dataDir: '/var/lib/allocnet',
       socketPath: '/run/allocnet/agent.sock',
       startedAtUnixMs: '1700000000000',
+      store: {
+        writable: true,
+        problem: '',
+        fullSinceUnixMs: '0',
+        writeFailures: '0',
+        unremovedRecords: 0,
+      },
     });
   });
 });

@@ -14,7 +14,13 @@ import type {
 import { createAllocHandlers } from './alloc-handlers.js';
 import type { AllocHandlersDeps } from './alloc-handlers.js';
 import { createCallHandler, idForLog, requestOf } from './call.js';
-import { catalogMessages, hostStateMessage, leakMessage, stateCounts } from './convert.js';
+import {
+  catalogMessages,
+  hostStateMessage,
+  leakMessage,
+  stateCounts,
+  strayNamespaceMessage,
+} from './convert.js';
 import { messageOf } from './errors.js';
 import type { AgentLogger } from './logging.js';
 import { decodeEmptyRequest, decodeForceCleanupRequest, decodeReapRequest } from './requests.js';
@@ -109,10 +115,15 @@ export function createServiceHandlers(deps: ServiceDeps): ServiceHandlers {
 
     ListLeaks: unary('list-leaks', 'info', async (request, { signal, fields }) => {
       decodeEmptyRequest(request);
-      const { leaks, orphans } = await runner.findLeaks({ signal });
+      const { leaks, orphans, namespaces } = await runner.findLeaks({ signal });
       fields.leaks = leaks.length;
       fields.orphans = stateCounts(orphans);
-      return { leaks: leaks.map(leakMessage), orphans: hostStateMessage(orphans) };
+      fields.namespaces = namespaces.length;
+      return {
+        leaks: leaks.map(leakMessage),
+        orphans: hostStateMessage(orphans),
+        namespaces: namespaces.map(strayNamespaceMessage),
+      };
     }),
 
     ReapLeaks: (call) => {
@@ -124,16 +135,18 @@ export function createServiceHandlers(deps: ServiceDeps): ServiceHandlers {
           if (!call.cancelled) call.write(message);
         };
         if (args.dryRun) {
-          const { leaks, orphans } = await runner.findLeaks({ signal });
+          const { leaks, orphans, namespaces } = await runner.findLeaks({ signal });
           leaks.forEach((leak, i) => {
             write({ step: { done: i + 1, total: leaks.length, allocId: leak.allocId } });
           });
           fields.leaks = leaks.length;
+          fields.namespaces = namespaces.length;
           write({
             summary: {
               reaped: leaks.map(leakMessage),
               orphans: hostStateMessage(orphans),
               failed: [],
+              namespaces: namespaces.map(strayNamespaceMessage),
             },
           });
           return;
@@ -148,13 +161,22 @@ export function createServiceHandlers(deps: ServiceDeps): ServiceHandlers {
           }),
         );
         fields.reaped = report.reaped.length;
-        fields.failed = report.failed.length;
+        fields.failed = report.failed.length + report.namespaceFailures.length;
         fields.orphans = stateCounts(report.orphans);
+        fields.namespaces = report.namespaces.length;
         write({
           summary: {
             reaped: report.reaped.map(leakMessage),
             orphans: hostStateMessage(report.orphans),
-            failed: report.failed.map((f) => ({ allocId: f.allocId, error: f.error })),
+            failed: [
+              ...report.failed.map((f) => ({ allocId: f.allocId, error: f.error, netnsName: '' })),
+              ...report.namespaceFailures.map((f) => ({
+                allocId: f.namespace.allocId,
+                error: f.error,
+                netnsName: f.namespace.name,
+              })),
+            ],
+            namespaces: report.namespaces.map(strayNamespaceMessage),
           },
         });
       }).then((result) => {
@@ -192,6 +214,13 @@ export function createServiceHandlers(deps: ServiceDeps): ServiceHandlers {
         dataDir: deps.info.dataDir,
         socketPath: deps.info.socketPath,
         startedAtUnixMs: deps.info.startedAtMs,
+        store: {
+          writable: stats.store.writable,
+          problem: stats.store.problem ?? '',
+          fullSinceUnixMs: stats.store.sinceMs ?? 0,
+          writeFailures: stats.store.writeFailures,
+          unremovedRecords: stats.unremovedRecords,
+        },
       };
     }),
   };

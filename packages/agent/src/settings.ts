@@ -50,6 +50,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   { key: 'shutdownTimeoutMs', env: 'ALLOCNET_SHUTDOWN_TIMEOUT_MS', kind: 'int' },
   { key: 'readyFile', env: 'ALLOCNET_READY_FILE', flag: 'ready-file', kind: 'text' },
+  { key: 'limits.maxPorts', env: 'ALLOCNET_MAX_PORTS', flag: 'max-ports', kind: 'int' },
+  { key: 'limits.maxCniArgs', env: 'ALLOCNET_MAX_CNI_ARGS', flag: 'max-cni-args', kind: 'int' },
 ];
 
 /** The environment variable that names the config file when `--config` is not given. */

@@ -344,6 +344,7 @@ describe('the kind table', () => {
       ['unavailable', 'UNAVAILABLE'],
       ['aborted', 'CANCELLED'],
       ['broken', 'INTERNAL'],
+      ['exhausted', 'RESOURCE_EXHAUSTED'],
       ['internal', 'INTERNAL'],
     ]);
     expect(

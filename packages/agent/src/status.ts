@@ -32,6 +32,7 @@ export const KIND_STATUS: Readonly<Record<Exclude<ErrorKind, 'aborted'>, grpc.st
   unavailable: grpc.status.UNAVAILABLE,
   // A CHECK that found the network broken failed: the allocation needs a new setup.
   broken: grpc.status.INTERNAL,
+  exhausted: grpc.status.RESOURCE_EXHAUSTED,
   internal: grpc.status.INTERNAL,
 };
 

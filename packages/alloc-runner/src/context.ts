@@ -13,6 +13,7 @@ import type {
   LeakSweeper,
 } from '@allocnet/cni-configurator';
 import type { CrashPoint, CrashPoints } from './crash.js';
+import { RunnerError } from './errors.js';
 import type { NetnsManager } from './netns.js';
 import { createAllocQueue } from './queue.js';
 import type { AllocQueue } from './queue.js';
@@ -101,10 +102,20 @@ export interface RunnerContext {
   readonly log: Logger;
   /** Namespaces the runner makes are `<prefix><allocId>`. */
   readonly prefix: string;
+  /** The deadline of one operation from the start of its turn (see `inTurn`). */
+  readonly operationTimeoutMs: number;
   /** Crash points for the crash tests (`ALLOCNET_CRASH_AT`); a no-op otherwise. */
   readonly crash: (point: CrashPoint) => void;
   /** Set by the reconciler while it scans and reaps; the queue waits on it. */
   readonly hold: { current: Hold | undefined };
+  /**
+   * Allocations whose network is undone (a rolled-back setup, a finished teardown) but whose
+   * record could not be removed: the data dir was full. Their record stays `setting-up` or
+   * `tearing-down` in memory and on disk until a removal succeeds: the next operation on the
+   * allocation, or the store retry (store-retry.ts) once the store is writable again. Only code
+   * in the allocation's turn adds or deletes an id.
+   */
+  readonly unremoved: Set<string>;
 }
 
 export interface ContextParts {
@@ -116,6 +127,7 @@ export interface ContextParts {
   readonly clock: Clock;
   readonly log: Logger;
   readonly prefix: string;
+  readonly operationTimeoutMs: number;
   readonly crashPoints: CrashPoints;
 }
 
@@ -138,10 +150,12 @@ export function createRunnerContext(parts: ContextParts): RunnerContext {
     counters: zeroCounters(),
     log: parts.log,
     prefix: parts.prefix,
+    operationTimeoutMs: parts.operationTimeoutMs,
     crash: (point) => {
       parts.crashPoints.reached(point);
     },
     hold,
+    unremoved: new Set(),
   };
 }
 
@@ -182,4 +196,40 @@ export function madeName(rec: AllocRecord): string {
 /** `{ signal }` for a call that takes options, or nothing. */
 export function callOf(signal: AbortSignal | undefined): { signal?: AbortSignal } {
   return signal === undefined ? {} : { signal };
+}
+
+/**
+ * Runs `fn` in the allocation's turn of the queue with a signal that aborts when the caller's
+ * does or when the operation's deadline passes (`operationTimeoutMs` from the start of the turn;
+ * the reason is a `timed-out` RunnerError): everything the runner calls honours the signal, so
+ * no operation holds an allocation's turn for ever. Every operation and restore go through here.
+ */
+export function inTurn<T>(
+  ctx: RunnerContext,
+  allocId: string,
+  fn: (signal: AbortSignal) => Promise<T>,
+  caller: AbortSignal | undefined,
+): Promise<T> {
+  return ctx.queue.run(
+    allocId,
+    async () => {
+      const deadline = new AbortController();
+      const timer = ctx.clock.setTimeout(() => {
+        deadline.abort(
+          new RunnerError(
+            `the operation on allocation "${allocId}" ran past its deadline of ${ctx.operationTimeoutMs} ms (operationTimeoutMs)`,
+            { code: 'timed-out', allocId },
+          ),
+        );
+      }, ctx.operationTimeoutMs);
+      try {
+        return await fn(
+          caller === undefined ? deadline.signal : AbortSignal.any([caller, deadline.signal]),
+        );
+      } finally {
+        ctx.clock.clearTimeout(timer);
+      }
+    },
+    caller,
+  );
 }

@@ -16,3 +16,13 @@ export const DEFAULT_RECONCILE_MODE = 'report';
 
 /** How often the reconciler runs after the first pass (5 minutes). */
 export const DEFAULT_RECONCILE_INTERVAL_MS = 300_000;
+
+/** How often the store retry probes a full data dir for space (store-retry.ts). */
+export const DEFAULT_STORE_RETRY_MS = 5_000;
+
+/**
+ * The longest one operation (setup, CHECK, teardown, or the settling of a record before one) may
+ * hold its allocation's turn: 10 minutes, well past a setup's worst case with the agent's default
+ * plugin timeout (3 ADD attempts of a 4-plugin chain at 60 s each, and their DELs).
+ */
+export const DEFAULT_OPERATION_TIMEOUT_MS = 600_000;

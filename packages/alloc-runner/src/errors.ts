@@ -24,7 +24,10 @@ export { carriedKind, invalidInputOf, kindOf, messageOf };
  *   broken), `internal` otherwise;
  * - `reconcile-failed` (internal): the reconciler could not read or clean the host state;
  * - `netns`, `store` (internal): `ip netns` failed; the state store could not be used;
+ * - `store-full` (exhausted): a write found no space in the data dir; nothing was changed;
  * - `shutting-down` (unavailable): `close()` was called; nothing new is accepted;
+ * - `timed-out` (unavailable): the operation ran past the runner's `operationTimeoutMs` and was
+ *   stopped (a setup rolled back), so that nothing holds an allocation's turn for ever;
  * - `aborted` (aborted): the caller's signal aborted the operation.
  */
 export type RunnerErrorCode =
@@ -38,7 +41,9 @@ export type RunnerErrorCode =
   | 'reconcile-failed'
   | 'netns'
   | 'store'
+  | 'store-full'
   | 'shutting-down'
+  | 'timed-out'
   | 'aborted';
 
 const KINDS: Readonly<Record<RunnerErrorCode, ErrorKind | 'from-cause'>> = {
@@ -52,7 +57,9 @@ const KINDS: Readonly<Record<RunnerErrorCode, ErrorKind | 'from-cause'>> = {
   'reconcile-failed': 'from-cause',
   netns: 'internal',
   store: 'internal',
+  'store-full': 'exhausted',
   'shutting-down': 'unavailable',
+  'timed-out': 'unavailable',
   aborted: 'aborted',
 };
 
@@ -122,4 +129,14 @@ export function invalidInput(
 /** True for a `RunnerError`, also one from another copy of this package. */
 export function isRunnerError(value: unknown): value is RunnerError {
   return typeof value === 'object' && value !== null && BRAND in value;
+}
+
+/**
+ * How an operation whose signal aborted ends: `timed-out` when the runner's own deadline
+ * aborted it (its reason is a `timed-out` RunnerError), `aborted` when the caller did.
+ */
+export function abortCode(signal: AbortSignal | undefined): 'aborted' | 'timed-out' | undefined {
+  if (signal?.aborted !== true) return undefined;
+  const reason: unknown = signal.reason;
+  return isRunnerError(reason) && reason.code === 'timed-out' ? 'timed-out' : 'aborted';
 }

@@ -10,7 +10,15 @@ export { systemClock } from './context.js';
 export type { Clock } from './context.js';
 export type { CheckReport, RunnerTeardownReport } from './lifecycle.js';
 export type { RestoreOutcome, RestoreReport, RestoreResult } from './restore.js';
-export type { ReapOptions, ReconcileMode, ReconcileReport } from './reconciler.js';
+export type {
+  NamespaceReapFailure,
+  ReapOptions,
+  ReconcileMode,
+  ReconcileReport,
+  RunnerLeakReport,
+  RunnerReapReport,
+  StrayNamespace,
+} from './reconciler.js';
 export { RunnerError, invalidInput, isRunnerError } from './errors.js';
 export type { RunnerErrorCode, RunnerErrorDetails } from './errors.js';
 export { canonicalSpec, checkAllocId, decodeSpec, isValidSpec, specDifferences } from './spec.js';

@@ -10,7 +10,14 @@ import type {
 } from '@allocnet/cni-configurator';
 import { callOf, logInfo, madeName, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';
-import { RunnerError, invalidInput, invalidInputOf, kindOf, messageOf } from './errors.js';
+import {
+  RunnerError,
+  abortCode,
+  invalidInput,
+  invalidInputOf,
+  kindOf,
+  messageOf,
+} from './errors.js';
 import { checkNetnsName } from './netns.js';
 import type { AllocRecord } from './record.js';
 import { configuratorSpec, specDifferences } from './spec.js';
@@ -100,6 +107,7 @@ export async function freshSetup(
 
   let madeNetns: string | undefined;
   let attachment: AllocAttachment | undefined;
+  let gone: RunnerError | undefined;
   try {
     if (plan.kind === 'create' || (plan.kind === 'reuse' && !(await netns.exists(netnsPath)))) {
       if (plan.kind === 'reuse') {
@@ -121,22 +129,64 @@ export async function freshSetup(
     );
     attachment = outcome.attachment;
     ctx.crash('setup:after-add');
+    // The plugins may have finished in a namespace that was removed under them: an allocation
+    // reported ready there would have no network (bridge's ADD does not notice, the DEL does).
+    gone = await vanished(ctx, plan, netnsPath);
+    if (gone !== undefined) throw gone;
     const ready = makeRecord(ctx, { ...base, phase: 'ready' }, outcome);
     await store.put(ready);
     ctx.crash('setup:after-ready');
     return ready;
-  } catch (error) {
+  } catch (thrown) {
+    // A plugin that failed because the namespace went away: say that, not the plugin's words.
+    // When even the look fails, the plugin's error is the one to report.
+    const error =
+      thrown !== gone && abortCode(signal) === undefined
+        ? ((await vanished(ctx, plan, netnsPath, thrown).catch(() => undefined)) ?? thrown)
+        : thrown;
     // Only a namespace this call made is removed; in `reuse`, one that was there stays (the
     // allocation's tasks may run in it) and the record of it is dropped with the rest.
     const problems = await undo(ctx, allocId, attachment, madeNetns);
     try {
       await store.remove(allocId);
     } catch (removeError) {
-      // The record stays `setting-up`: the next restore (or operation) undoes it again.
-      problems.push(messageOf(removeError));
+      if (problems.length === 0 && kindOf(removeError) === 'exhausted') {
+        // Everything is undone but the record: it goes when the data dir has space again.
+        ctx.unremoved.add(allocId);
+        problems.push(`${messageOf(removeError)}; the record goes once the data dir has space`);
+      } else {
+        // The record stays `setting-up`: the next restore (or operation) undoes it again.
+        problems.push(messageOf(removeError));
+      }
     }
-    throw setupFailure(error, allocId, signal, problems);
+    throw setupFailure(error, allocId, signal, problems, ctx.operationTimeoutMs);
   }
+}
+
+/**
+ * The error for a setup whose namespace was removed while it ran (undefined while it is there):
+ * for a namespace the task driver gave, its `netnsPath` is no longer one (invalid-argument, as
+ * when it is gone before the setup); for one the runner made, someone removed it under us.
+ */
+async function vanished(
+  ctx: RunnerContext,
+  plan: NetnsPlan,
+  netnsPath: string,
+  cause?: unknown,
+): Promise<RunnerError | undefined> {
+  if (await ctx.netns.exists(netnsPath)) return undefined;
+  const extra = cause === undefined ? {} : { cause };
+  return plan.kind === 'given'
+    ? invalidInput(
+        'invalid allocation spec',
+        ['netnsPath'],
+        [`"${netnsPath}" is not a network namespace: it was removed while the setup ran`],
+        extra,
+      )
+    : new RunnerError(`namespace "${netnsPath}" was removed while the setup ran`, {
+        code: 'netns',
+        ...extra,
+      });
 }
 
 /** The runner's error for a setup that failed (or was aborted) and was rolled back. */
@@ -145,17 +195,24 @@ function setupFailure(
   allocId: string,
   signal: AbortSignal | undefined,
   problems: readonly string[],
+  timeoutMs: number,
 ): RunnerError {
-  const aborted = signal?.aborted === true || kindOf(error) === 'aborted';
+  const stopped = abortCode(signal) ?? (kindOf(error) === 'aborted' ? 'aborted' : undefined);
   // The request's own fault, as the configurator found it (a host port two ports claim, an
   // unknown network): the runner's `invalid-argument`, its field under `spec`.
-  const input = aborted ? undefined : invalidInputOf(error);
+  const input = stopped !== undefined ? undefined : invalidInputOf(error);
+  const how =
+    stopped === 'timed-out'
+      ? `ran past its deadline of ${timeoutMs} ms (operationTimeoutMs) and was rolled back`
+      : stopped === 'aborted'
+        ? 'was aborted'
+        : 'failed';
   return new RunnerError(
-    `setup of allocation "${allocId}" ${aborted ? 'was aborted' : 'failed'}: ${messageOf(error)}${
+    `setup of allocation "${allocId}" ${how}: ${messageOf(error)}${
       problems.length === 0 ? '' : `; the rollback also failed: ${problems.join('; ')}`
     }`,
     {
-      code: aborted ? 'aborted' : input !== undefined ? 'invalid-argument' : 'setup-failed',
+      code: stopped ?? (input !== undefined ? 'invalid-argument' : 'setup-failed'),
       allocId,
       cause: error,
       ...(input === undefined ? {} : { path: ['spec', ...input.path], problem: input.problem }),
@@ -235,7 +292,7 @@ export async function check(
     // `check-failed` takes the configurator's kind: `broken` (the network is not as set up),
     // `unavailable` (the CHECK could not run), `aborted`, or `internal`.
     throw new RunnerError(`check of allocation "${allocId}" failed: ${messageOf(error)}`, {
-      code: signal?.aborted === true ? 'aborted' : 'check-failed',
+      code: abortCode(signal) ?? 'check-failed',
       allocId,
       cause: error,
     });
@@ -249,7 +306,7 @@ function teardownFailure(
   signal: AbortSignal | undefined,
 ): RunnerError {
   return new RunnerError(`teardown of allocation "${allocId}" failed: ${messageOf(error)}`, {
-    code: signal?.aborted === true ? 'aborted' : 'teardown-failed',
+    code: abortCode(signal) ?? 'teardown-failed',
     allocId,
     cause: error,
   });
@@ -276,7 +333,18 @@ export async function finishTeardown(
   } catch (error) {
     throw teardownFailure(error, allocId, signal);
   }
-  await ctx.store.remove(allocId);
+  try {
+    await ctx.store.remove(allocId);
+  } catch (error) {
+    if (kindOf(error) !== 'exhausted') throw error;
+    // The network is gone; the record stays `tearing-down` until a removal succeeds.
+    ctx.unremoved.add(allocId);
+    throw new RunnerError(
+      `teardown of allocation "${allocId}" removed its network, but not its record: ${messageOf(error)}; the record goes once the data dir has space`,
+      { code: 'teardown-failed', allocId, cause: error },
+    );
+  }
+  ctx.unremoved.delete(allocId);
   return { allocId, known: true, report, netnsRemoved };
 }
 

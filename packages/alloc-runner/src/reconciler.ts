@@ -1,8 +1,14 @@
 // The reconciler: compares what the host holds (iptables, IPAM, the CNI cache, `/run/netns`)
 // with the records, and reaps or reports what belongs to no allocation; then again every
-// `intervalMs`. Concurrency: one reconcile at a time (a second caller joins the running one);
-// while it scans and reaps it holds (context `hold`) operations on allocations it did not count
-// as known, so it never removes the state of an allocation being set up under it.
+// `intervalMs`. The operators' `findLeaks` and `reapLeaks` are the same look, asked for now.
+//
+// Concurrency: one reconcile at a time (a second caller joins the running one); while it scans
+// and reaps the configurator's state it holds (context `hold`) operations on allocations it did
+// not count as known, so it never removes the state of an allocation being set up under it. A
+// stray namespace is removed in its allocation's turn of the queue (the id its name encodes),
+// after a look at the records in that turn (`ownerOf`): a setup queued or running for that id
+// goes first, and once it has a record the namespace is its own and stays. The reconciler does
+// this after it let go of the hold, which would keep those turns waiting for it.
 import { NAME_PATTERN } from '@allocnet/cni';
 import type { HostState, LeakReport, ReapProgress, ReapReport } from '@allocnet/cni-configurator';
 import { callOf, madeName } from './context.js';
@@ -45,35 +51,144 @@ export interface ReconcilerOptions {
   readonly closing: () => boolean;
 }
 
-/** Namespaces named like the runner's (`<prefix><allocation id>`) that no allocation has. */
-async function orphanNamespaces(
+/** A namespace named like the runner's (`<prefix><allocation id>`) that no allocation has. */
+export interface StrayNamespace {
+  readonly name: string;
+  /** Where it is mounted, e.g. `/run/netns/<name>`. */
+  readonly path: string;
+  /** The allocation id its name encodes; no record has that id. */
+  readonly allocId: string;
+  /** Why it counts as a leak, for people. */
+  readonly reason: string;
+}
+
+/** The configurator's leaks, and the runner's own: stray namespaces, by name. */
+export interface RunnerLeakReport extends LeakReport {
+  readonly namespaces: readonly StrayNamespace[];
+}
+
+export interface NamespaceReapFailure {
+  readonly namespace: StrayNamespace;
+  readonly error: string;
+}
+
+/** The configurator's reap, and the stray namespaces removed or not removed. */
+export interface RunnerReapReport extends ReapReport {
+  /** Removed. One that an allocation took meanwhile is left alone and not listed. */
+  readonly namespaces: readonly StrayNamespace[];
+  readonly namespaceFailures: readonly NamespaceReapFailure[];
+}
+
+function strayReason(prefix: string): string {
+  return `named like this agent's allocations (prefix ${JSON.stringify(prefix)}) but no allocation has it`;
+}
+
+/** The namespaces records have: their own names (made ones) and every path they were given. */
+function takenNamespaces(ctx: RunnerContext): { names: Set<string>; paths: Set<string> } {
+  const names = new Set<string>();
+  const paths = new Set<string>();
+  for (const r of ctx.store.list()) {
+    paths.add(r.netnsPath);
+    if (r.netnsCreated) names.add(madeName(r));
+  }
+  return { names, paths };
+}
+
+/**
+ * The allocation that has the namespace, if any: the one whose id the name encodes, or one that
+ * made it or was given its path (a namespace the runner did not name may still carry the prefix).
+ */
+function ownerOf(ctx: RunnerContext, ns: StrayNamespace): string | undefined {
+  if (ctx.store.get(ns.allocId) !== undefined) return ns.allocId;
+  return ctx.store
+    .list()
+    .find((r) => r.netnsPath === ns.path || (r.netnsCreated && madeName(r) === ns.name))?.allocId;
+}
+
+/**
+ * Namespaces named like the runner's (`<prefix><a valid allocation id>`) that no record has and
+ * whose id is not in `known`. Shared by the reconciler and the operators' leak calls.
+ */
+async function strayNamespaces(
   ctx: RunnerContext,
   known: ReadonlySet<string>,
   signal: AbortSignal | undefined,
-): Promise<string[]> {
+): Promise<StrayNamespace[]> {
   const { prefix } = ctx;
-  const madeNames = new Set(
-    ctx.store
-      .list()
-      .filter((r) => r.netnsCreated)
-      .map(madeName),
-  );
-  for (const id of known) madeNames.add(`${prefix}${id}`);
-  return (await ctx.netns.list(callOf(signal))).filter(
-    (name) =>
-      name.startsWith(prefix) &&
-      NAME_PATTERN.test(name.slice(prefix.length)) &&
-      !madeNames.has(name),
-  );
+  const taken = takenNamespaces(ctx);
+  for (const id of known) taken.names.add(`${prefix}${id}`);
+  const reason = strayReason(prefix);
+  return (await ctx.netns.list(callOf(signal)))
+    .filter(
+      (name) =>
+        name.startsWith(prefix) &&
+        NAME_PATTERN.test(name.slice(prefix.length)) &&
+        !taken.names.has(name),
+    )
+    .map((name) => ({
+      name,
+      path: ctx.netns.pathOf(name),
+      allocId: name.slice(prefix.length),
+      reason,
+    }))
+    .filter((ns) => !taken.paths.has(ns.path))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-async function reconcileNow(
+/**
+ * Removes stray namespaces one by one, each in its allocation's turn of the queue and only if no
+ * record has it by then (see the opening comment). An abort ends it with the abort's error.
+ */
+async function removeStrayNamespaces(
+  ctx: RunnerContext,
+  strays: readonly StrayNamespace[],
+  signal: AbortSignal | undefined,
+): Promise<{ removed: StrayNamespace[]; failed: NamespaceReapFailure[] }> {
+  const removed: StrayNamespace[] = [];
+  const failed: NamespaceReapFailure[] = [];
+  for (const ns of strays) {
+    let outcome: 'removed' | 'gone' | 'owned';
+    try {
+      outcome = await ctx.queue.run(
+        ns.allocId,
+        async () => {
+          const owner = ownerOf(ctx, ns);
+          if (owner !== undefined) {
+            ctx.log.debug('a stray namespace got an allocation before its removal; left alone', {
+              netns: ns.name,
+              allocId: owner,
+            });
+            return 'owned';
+          }
+          return (await ctx.netns.remove(ns.name, callOf(signal))) ? 'removed' : 'gone';
+        },
+        signal,
+      );
+    } catch (error) {
+      if (signal?.aborted === true) throw error;
+      failed.push({ namespace: ns, error: messageOf(error) });
+      continue;
+    }
+    if (outcome === 'removed') removed.push(ns);
+  }
+  return { removed, failed };
+}
+
+/** What a reconcile found and did under the hold: the configurator's part and the namespaces. */
+interface HeldPass {
+  readonly leakedAllocations: number;
+  readonly orphanState: HostState;
+  readonly reaped: number;
+  readonly failed: { what: string; error: string }[];
+  readonly strays: StrayNamespace[];
+}
+
+/** The scan and the configurator's reap, with operations on unknown allocations held. */
+async function heldPass(
   ctx: RunnerContext,
   mode: ReconcileMode,
   signal: AbortSignal | undefined,
-): Promise<ReconcileReport> {
-  const { counters } = ctx;
-  const startedAt = ctx.clock.now();
+): Promise<HeldPass> {
   const known = new Set<string>([
     ...ctx.store.list().map((r) => r.allocId),
     ...ctx.queue.activeIds(),
@@ -83,49 +198,69 @@ async function reconcileNow(
   };
   ctx.hold.current = { known, done: new Promise<void>((resolve) => (release = resolve)) };
   try {
-    const orphans = await orphanNamespaces(ctx, known, signal);
-    const failed: { what: string; error: string }[] = [];
-    let leakedAllocations: number;
-    let orphanState: HostState;
-    let reaped = 0;
-    let reapedNamespaces = 0;
+    const strays = await strayNamespaces(ctx, known, signal);
     if (mode === 'report') {
       const report = await ctx.leaks.findLeaks(known, callOf(signal));
-      leakedAllocations = report.leaks.length;
-      orphanState = report.orphans;
-    } else {
-      const report = await ctx.leaks.reapLeaks(known, callOf(signal));
-      leakedAllocations = report.reaped.length + report.failed.length;
-      orphanState = report.orphans;
-      reaped = report.reaped.length;
-      for (const f of report.failed) {
-        failed.push({ what: `allocation "${f.allocId}"`, error: f.error });
-      }
-      for (const name of orphans) {
-        try {
-          if (await ctx.netns.remove(name, callOf(signal))) reapedNamespaces++;
-        } catch (error) {
-          failed.push({ what: `namespace "${name}"`, error: messageOf(error) });
-        }
+      return {
+        leakedAllocations: report.leaks.length,
+        orphanState: report.orphans,
+        reaped: 0,
+        failed: [],
+        strays,
+      };
+    }
+    const report = await ctx.leaks.reapLeaks(known, callOf(signal));
+    return {
+      leakedAllocations: report.reaped.length + report.failed.length,
+      orphanState: report.orphans,
+      reaped: report.reaped.length,
+      failed: report.failed.map((f) => ({ what: `allocation "${f.allocId}"`, error: f.error })),
+      strays,
+    };
+  } finally {
+    ctx.hold.current = undefined;
+    release();
+  }
+}
+
+async function reconcileNow(
+  ctx: RunnerContext,
+  mode: ReconcileMode,
+  signal: AbortSignal | undefined,
+): Promise<ReconcileReport> {
+  const { counters } = ctx;
+  const startedAt = ctx.clock.now();
+  try {
+    const pass = await heldPass(ctx, mode, signal);
+    const failed = [...pass.failed];
+    let reapedNamespaces = 0;
+    if (mode === 'reap') {
+      const namespaces = await removeStrayNamespaces(ctx, pass.strays, signal);
+      reapedNamespaces = namespaces.removed.length;
+      for (const f of namespaces.failed) {
+        failed.push({ what: `namespace "${f.namespace.name}"`, error: f.error });
       }
     }
     counters.reconciles++;
-    counters.leaksFound += leakedAllocations;
-    counters.leaksReaped += reaped;
-    counters.orphanNamespacesFound += orphans.length;
+    counters.leaksFound += pass.leakedAllocations;
+    counters.leaksReaped += pass.reaped;
+    counters.orphanNamespacesFound += pass.strays.length;
     counters.orphanNamespacesReaped += reapedNamespaces;
     const report: ReconcileReport = {
       mode,
-      leakedAllocations,
-      orphanRules: orphanState.rules.length,
-      orphanChains: orphanState.chains.length,
-      orphanNamespaces: orphans.length,
-      reaped,
+      leakedAllocations: pass.leakedAllocations,
+      orphanRules: pass.orphanState.rules.length,
+      orphanChains: pass.orphanState.chains.length,
+      orphanNamespaces: pass.strays.length,
+      reaped: pass.reaped,
       reapedNamespaces,
       failed,
       durationMs: ctx.clock.now() - startedAt,
     };
-    if (leakedAllocations + orphans.length + report.orphanRules + report.orphanChains > 0) {
+    if (
+      pass.leakedAllocations + pass.strays.length + report.orphanRules + report.orphanChains >
+      0
+    ) {
       ctx.log.warn(`reconcile found state that belongs to no allocation (${mode})`, { ...report });
     }
     return report;
@@ -135,9 +270,6 @@ async function reconcileNow(
       code: signal?.aborted === true ? 'aborted' : 'reconcile-failed',
       cause: error,
     });
-  } finally {
-    ctx.hold.current = undefined;
-    release();
   }
 }
 
@@ -192,20 +324,29 @@ export function createReconciler(ctx: RunnerContext, options: ReconcilerOptions)
   };
 }
 
+/** The ids the operators' leak calls count as alive: every record's and every queued one's. */
+function liveIds(ctx: RunnerContext): Set<string> {
+  return new Set([...ctx.store.list().map((r) => r.allocId), ...ctx.queue.activeIds()]);
+}
+
 /**
- * Leaks now, for an operator: state tagged with an allocation that has no record. An allocation
- * that got its record while the scan ran (a setup in flight) is left out. Counted with the
- * reconciler's in `leaksFound`.
+ * Leaks now, for an operator: state tagged with an allocation that has no record, and stray
+ * namespaces. An allocation that got its record (or an operation) while the scans ran is left
+ * out. Counted with the reconciler's in `leaksFound` and `orphanNamespacesFound`.
  */
 export async function findLeaks(
   ctx: RunnerContext,
   signal: AbortSignal | undefined,
-): Promise<LeakReport> {
+): Promise<RunnerLeakReport> {
   const known = ctx.store.list().map((r) => r.allocId);
   const report = await ctx.leaks.findLeaks(known, callOf(signal));
+  const strays = await strayNamespaces(ctx, liveIds(ctx), signal);
   const leaks = report.leaks.filter((l) => ctx.store.get(l.allocId) === undefined);
+  const busy = new Set(ctx.queue.activeIds());
+  const namespaces = strays.filter((ns) => !busy.has(ns.allocId) && ownerOf(ctx, ns) === undefined);
   ctx.counters.leaksFound += leaks.length;
-  return { leaks, orphans: report.orphans };
+  ctx.counters.orphanNamespacesFound += namespaces.length;
+  return { leaks, orphans: report.orphans, namespaces };
 }
 
 export interface ReapOptions {
@@ -214,8 +355,14 @@ export interface ReapOptions {
   readonly onProgress?: (progress: ReapProgress) => void;
 }
 
-/** Removes the leaks now, for an operator (every record counts as known); counted. */
-export async function reapLeaks(ctx: RunnerContext, options: ReapOptions): Promise<ReapReport> {
+/**
+ * Removes the leaks now, for an operator (every record counts as known), then the stray
+ * namespaces, each in its allocation's turn; counted.
+ */
+export async function reapLeaks(
+  ctx: RunnerContext,
+  options: ReapOptions,
+): Promise<RunnerReapReport> {
   const known = ctx.store.list().map((r) => r.allocId);
   const report = await ctx.leaks.reapLeaks(known, {
     ...callOf(options.signal),
@@ -224,5 +371,9 @@ export async function reapLeaks(ctx: RunnerContext, options: ReapOptions): Promi
   });
   ctx.counters.leaksFound += report.reaped.length + report.failed.length;
   ctx.counters.leaksReaped += report.reaped.length;
-  return report;
+  const strays = await strayNamespaces(ctx, liveIds(ctx), options.signal);
+  const { removed, failed } = await removeStrayNamespaces(ctx, strays, options.signal);
+  ctx.counters.orphanNamespacesFound += removed.length + failed.length;
+  ctx.counters.orphanNamespacesReaped += removed.length;
+  return { ...report, namespaces: removed, namespaceFailures: failed };
 }

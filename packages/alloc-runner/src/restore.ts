@@ -4,7 +4,7 @@
 // operation on an allocation whose record a crash left mid-way and restore has not reached yet.
 // Both run in the allocation's turn of the queue, so they never race an operation on it.
 import type { AllocAttachment } from '@allocnet/cni-configurator';
-import { callOf, logInfo, madeName } from './context.js';
+import { callOf, inTurn, logInfo, madeName } from './context.js';
 import type { RunnerContext } from './context.js';
 import { RunnerError, kindOf, messageOf } from './errors.js';
 import {
@@ -58,6 +58,9 @@ const RESULTS: readonly RestoreResult[] = [
   'already-failed',
   'error',
 ];
+
+/** The error behind an `error` outcome, for `settle` to carry its kind (a full data dir). */
+const errorCauses = new WeakMap<RestoreOutcome, unknown>();
 
 /** Settles one record (see `RestoreResult`). Never throws: `error` says what went wrong. */
 async function restoreOne(
@@ -117,7 +120,9 @@ async function restoreOne(
   } catch (error) {
     counters.restoreFailures++;
     ctx.log.warn('restore could not settle the allocation', { allocId, error: messageOf(error) });
-    return outcome('error', false, messageOf(error));
+    const failed = outcome('error', false, messageOf(error));
+    errorCauses.set(failed, error);
+    return failed;
   }
 }
 
@@ -180,11 +185,22 @@ export async function settle(
 ): Promise<AllocRecord | undefined> {
   const rec = ctx.store.get(allocId);
   if (rec === undefined || rec.phase === 'ready' || rec.phase === 'failed') return rec;
+  if (ctx.unremoved.has(allocId)) {
+    // Not a crash's leftover: the network is undone and only the record is left (a full data
+    // dir kept it). While the dir is still full this throws the store's `store-full`.
+    await ctx.store.remove(allocId);
+    ctx.unremoved.delete(allocId);
+    return undefined;
+  }
   const outcome = await restoreOne(ctx, rec, signal);
   if (outcome.result === 'error') {
     throw new RunnerError(
       `allocation "${allocId}" was left "${rec.phase}" by a crash and could not be settled: ${outcome.error ?? ''}`,
-      { code: rec.phase === 'setting-up' ? 'setup-failed' : 'teardown-failed', allocId },
+      {
+        code: rec.phase === 'setting-up' ? 'setup-failed' : 'teardown-failed',
+        allocId,
+        cause: errorCauses.get(outcome),
+      },
     );
   }
   return ctx.store.get(allocId);
@@ -199,9 +215,10 @@ export async function restore(
   const records = ctx.store.list();
   const outcomes = await Promise.all(
     records.map((rec) =>
-      ctx.queue.run(
+      inTurn(
+        ctx,
         rec.allocId,
-        async () => {
+        async (turn) => {
           // The record as it is now: an operation queued before this one may have changed it.
           const now = ctx.store.get(rec.allocId);
           if (now === undefined) {
@@ -212,7 +229,7 @@ export async function restore(
               checked: false,
             } as const;
           }
-          return restoreOne(ctx, now, signal);
+          return restoreOne(ctx, now, turn);
         },
         signal,
       ),

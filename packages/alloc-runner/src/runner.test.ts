@@ -20,6 +20,7 @@ import {
   createManualClock,
   createRecordingConfigurator,
   createRecordingNetns,
+  fillable,
 } from './testing/index.js';
 import type {
   ConfiguratorCall,
@@ -259,6 +260,40 @@ describe('setup', () => {
     ]);
     expect([configurator.calls, runner.list()]).toEqual([[], []]);
   });
+
+  it('fails a setup whose namespace was removed while the plugins ran, even when they succeeded', async () => {
+    const { runner, configurator, netns } = await make();
+    configurator.before = (call) => {
+      if (call.method === 'setup') netns.delete(`alloc-${A}`);
+    };
+    const error = await rejection(runner.setup(spec(A)));
+    expect([error.code, error.kind, error.message]).toEqual([
+      'setup-failed',
+      'internal',
+      `setup of allocation "${A}" failed: namespace "/run/netns/alloc-${A}" was removed while the setup ran`,
+    ]);
+    // Rolled back: the configurator's teardown ran, no record.
+    expect(configurator.calls.map((c) => c.method)).toEqual(['setup', 'teardown']);
+    expect([runner.list(), configurator.attached.size]).toEqual([[], 0]);
+  });
+
+  it('names netnsPath when a task driver’s namespace went away during the setup', async () => {
+    const { runner, configurator, netns } = await make();
+    netns.addPath('/proc/42/ns/net');
+    configurator.before = (call) => {
+      if (call.method === 'setup') {
+        netns.deletePath('/proc/42/ns/net');
+        throw new Error('plugin "bridge" failed (ADD): failed to open netns');
+      }
+    };
+    const error = await rejection(runner.setup(spec(A, { netnsPath: '/proc/42/ns/net' })));
+    expect([error.code, error.field, error.message]).toEqual([
+      'invalid-argument',
+      'spec.netnsPath',
+      `setup of allocation "${A}" failed: invalid allocation spec: netnsPath "/proc/42/ns/net" is not a network namespace: it was removed while the setup ran`,
+    ]);
+    expect(runner.list()).toEqual([]);
+  });
 });
 
 describe('setup rollback', () => {
@@ -370,6 +405,174 @@ describe('setup rollback', () => {
       `setup of allocation "${A}" was aborted: setting up "${A}" in network "nomad" was cancelled: aborted`,
     ]);
     expect([runner.list(), [...netns.names]]).toEqual([[], []]);
+  });
+});
+
+describe('a full data dir', () => {
+  const NO_SPACE = 'the data dir "DIR" has no space left (No space left on device)';
+  const noSpace = (what: string) =>
+    `${what} failed: ${NO_SPACE.replace('DIR', dir)}; nothing was changed, and writes work again once space is freed there`;
+
+  async function makeFull(options: { readonly storeRetryMs?: number } = {}) {
+    const store = fillable(await openRunnerStore({ dataDir: dir }), dir);
+    const harness = await make({ store, storeRetryMs: 5_000, ...options });
+    return { ...harness, store };
+  }
+
+  it('refuses a setup whose intent cannot be written, before anything runs', async () => {
+    const { runner, configurator, netns, store } = await makeFull();
+    store.full = true;
+    const error = await rejection(runner.setup(spec(A)));
+    expect([error.code, error.kind, error.message]).toEqual([
+      'store-full',
+      'exhausted',
+      noSpace(`writing the record of allocation "${A}"`),
+    ]);
+    expect([configurator.calls, netns.calls, runner.list()]).toEqual([[], [], []]);
+    expect(runner.stats().store).toEqual({
+      writable: false,
+      problem: NO_SPACE.replace('DIR', dir),
+      sinceMs: 0,
+      writeFailures: 1,
+    });
+    // Reads go on.
+    expect(runner.get(A)).toBeUndefined();
+  });
+
+  it('rolls a setup back when its ready record cannot be written; the record goes once there is space', async () => {
+    const { runner, configurator, netns, store, clock } = await makeFull();
+    configurator.before = (call) => {
+      if (call.method === 'setup') store.full = true;
+    };
+    const error = await rejection(runner.setup(spec(A)));
+    expect([error.code, error.kind, error.message]).toEqual([
+      'setup-failed',
+      'exhausted',
+      `setup of allocation "${A}" failed: ${noSpace(`writing the record of allocation "${A}"`)}; the rollback also failed: ${noSpace(`removing the record of allocation "${A}"`)}; the record goes once the data dir has space`,
+    ]);
+    expect(configurator.attached.size).toBe(0);
+    expect([...netns.names]).toEqual([]);
+    expect([runner.get(A)?.phase, runner.stats().unremovedRecords]).toEqual(['setting-up', 1]);
+
+    // Still full: the retry probes and gives up for now.
+    clock.advance(5_000);
+    await settleRetry();
+    expect([runner.get(A)?.phase, runner.stats().store.writable]).toEqual(['setting-up', false]);
+
+    store.full = false;
+    clock.advance(5_000);
+    // close() waits for the round the timer started (it writes to the real store).
+    await runner.close();
+    expect([runner.list(), runner.stats().unremovedRecords, runner.stats().store.writable]).toEqual(
+      [[], 0, true],
+    );
+    // Nothing ran again: the network was undone by the rollback.
+    expect(configurator.calls.map((c) => c.method)).toEqual(['setup', 'teardown']);
+  });
+
+  it('a teardown that removed the network but not the record says so; the next operation removes the record', async () => {
+    const { runner, configurator, store } = await makeFull({ storeRetryMs: 0 });
+    await runner.setup(spec(A));
+    configurator.before = (call) => {
+      if (call.method === 'teardown') store.full = true;
+    };
+    const error = await rejection(runner.teardown(A));
+    expect([error.code, error.kind, error.message]).toEqual([
+      'teardown-failed',
+      'exhausted',
+      `teardown of allocation "${A}" removed its network, but not its record: ${noSpace(`removing the record of allocation "${A}"`)}; the record goes once the data dir has space`,
+    ]);
+    expect(runner.get(A)?.phase).toBe('tearing-down');
+    configurator.before = undefined;
+    store.full = false;
+    const before = configurator.calls.length;
+    // A new setup of the same id first removes the record (no DEL again), then sets up.
+    await runner.setup(spec(A));
+    expect(configurator.calls.slice(before).map((c) => c.method)).toEqual(['setup']);
+    expect(runner.get(A)?.phase).toBe('ready');
+  });
+
+  it('a teardown refused for lack of space changes nothing', async () => {
+    const { runner, configurator, store } = await makeFull();
+    await runner.setup(spec(A));
+    store.full = true;
+    const before = configurator.calls.length;
+    const error = await rejection(runner.teardown(A));
+    expect([error.code, error.kind]).toEqual(['store-full', 'exhausted']);
+    expect([configurator.calls.slice(before), runner.get(A)?.phase]).toEqual([[], 'ready']);
+  });
+});
+
+/** Lets a store-retry round that only meets the fakes (a full store fails at once) run out. */
+async function settleRetry(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('the operation deadline', () => {
+  /** A configurator call that never answers by itself: only its signal ends it. */
+  function hang(method: ConfiguratorCall['method'], configurator: RecordingConfigurator) {
+    const entered = createDeferred();
+    configurator.before = (call, signal) => {
+      if (call.method !== method) return;
+      entered.resolve();
+      return new Promise<void>((_, reject) => {
+        signal?.addEventListener('abort', () => {
+          reject(
+            new ConfiguratorError(`${method} of "${call.allocId ?? ''}" was cancelled`, {
+              code: 'aborted',
+            }),
+          );
+        });
+      });
+    };
+    return entered.promise;
+  }
+
+  it('stops a setup that runs past operationTimeoutMs, rolls it back and frees the turn', async () => {
+    const { runner, configurator, netns, clock } = await make({ operationTimeoutMs: 60_000 });
+    const entered = hang('setup', configurator);
+    const setup = rejection(runner.setup(spec(A)));
+    const queued = runner.teardown(A);
+    await entered;
+    clock.advance(59_999);
+    expect(runner.stats().running).toBe(1);
+    clock.advance(1);
+    const error = await setup;
+    expect([error.code, error.kind, error.message]).toEqual([
+      'timed-out',
+      'unavailable',
+      `setup of allocation "${A}" ran past its deadline of 60000 ms (operationTimeoutMs) and was rolled back: setup of "${A}" was cancelled`,
+    ]);
+    // The teardown queued behind it ran; nothing is left.
+    expect((await queued).known).toBe(false);
+    expect([runner.list(), [...netns.names], configurator.attached.size]).toEqual([[], [], 0]);
+  });
+
+  it('stops a teardown that runs past it too', async () => {
+    const { runner, configurator, clock } = await make({ operationTimeoutMs: 1_000 });
+    await runner.setup(spec(A));
+    const entered = hang('teardown', configurator);
+    const teardown = rejection(runner.teardown(A));
+    await entered;
+    clock.advance(1_000);
+    const error = await teardown;
+    expect([error.code, error.kind, error.message]).toEqual([
+      'timed-out',
+      'unavailable',
+      `teardown of allocation "${A}" failed: teardown of "${A}" was cancelled`,
+    ]);
+    configurator.before = undefined;
+    expect((await runner.teardown(A)).known).toBe(true);
+    expect(runner.list()).toEqual([]);
+  });
+
+  it('refuses a deadline that is not a positive whole number', async () => {
+    const error = await rejection(make({ operationTimeoutMs: 0 }));
+    expect([error.code, error.field, error.message]).toEqual([
+      'invalid-argument',
+      'operationTimeoutMs',
+      'operationTimeoutMs 0 is not a positive whole number',
+    ]);
   });
 });
 

@@ -4,22 +4,18 @@
 // allocation's turn of the queue; the work is in lifecycle.ts (setup / check / teardown),
 // restore.ts (settling what a restart left) and reconciler.ts (host state against the records).
 import { silentLogger } from '@allocnet/base';
-import type {
-  AllocNetworkStatus,
-  AllocNetworking,
-  LeakReport,
-  LeakSweeper,
-  ReapReport,
-} from '@allocnet/cni-configurator';
-import { createRunnerContext, systemClock } from './context.js';
+import type { AllocNetworkStatus, AllocNetworking, LeakSweeper } from '@allocnet/cni-configurator';
+import { createRunnerContext, inTurn as runInTurn, systemClock } from './context.js';
 import type { Logger } from '@allocnet/base';
 import type { Clock } from './context.js';
 import { crashPointsFromEnv } from './crash.js';
 import {
   DEFAULT_MAX_CONCURRENT,
   DEFAULT_NETNS_PREFIX,
+  DEFAULT_OPERATION_TIMEOUT_MS,
   DEFAULT_RECONCILE_INTERVAL_MS,
   DEFAULT_RECONCILE_MODE,
+  DEFAULT_STORE_RETRY_MS,
 } from './defaults.js';
 import type { CrashPoints } from './crash.js';
 import { RunnerError } from './errors.js';
@@ -28,14 +24,21 @@ import type { CheckReport, RunnerTeardownReport } from './lifecycle.js';
 import { checkNetnsName, createIpNetnsManager } from './netns.js';
 import type { NetnsManager } from './netns.js';
 import { createReconciler, findLeaks, reapLeaks } from './reconciler.js';
-import type { ReapOptions, ReconcileMode, ReconcileReport } from './reconciler.js';
+import type {
+  ReapOptions,
+  ReconcileMode,
+  ReconcileReport,
+  RunnerLeakReport,
+  RunnerReapReport,
+} from './reconciler.js';
 import type { AllocPhase, AllocRecord } from './record.js';
 import { restore, settle } from './restore.js';
 import type { RestoreReport } from './restore.js';
 import { checkAllocId, decodeSpec } from './spec.js';
 import type { RunnerSpec } from './spec.js';
+import { createStoreRetry } from './store-retry.js';
 import { openRunnerStore } from './store.js';
-import type { RunnerStore } from './store.js';
+import type { RunnerStore, StoreHealth } from './store.js';
 
 export interface ReconcileOptions {
   /** `reap` removes what belongs to no allocation; `report` only counts it. Default `report` (defaults.ts). */
@@ -67,6 +70,18 @@ export interface AllocRunnerOptions {
   readonly netnsPrefix?: string;
   /** Operations on different allocations at once. Default 8. */
   readonly maxConcurrent?: number;
+  /**
+   * After a write found the data dir full: how often to probe it for space, and then remove the
+   * records it kept (store-retry.ts); 0 turns the timer off (the next operation still retries).
+   * Default 5 000.
+   */
+  readonly storeRetryMs?: number;
+  /**
+   * The deadline of one operation from the start of its turn: its signal aborts then (a setup
+   * rolls back, `timed-out`), so that nothing holds an allocation's queue for ever. Every seam
+   * honours the signal (plugins and host commands are killed). Default 600 000 (10 minutes).
+   */
+  readonly operationTimeoutMs?: number;
   readonly reconcile?: ReconcileOptions;
   readonly logger?: Logger;
   readonly clock?: Clock;
@@ -107,6 +122,10 @@ export interface RunnerStats {
   readonly leaksReaped: number;
   readonly orphanNamespacesFound: number;
   readonly orphanNamespacesReaped: number;
+  /** The state store, now: writable, or full since when and why; failed writes so far. */
+  readonly store: StoreHealth;
+  /** Allocations whose network is gone but whose record a full data dir kept, now. */
+  readonly unremovedRecords: number;
 }
 
 export interface AllocRunner {
@@ -133,11 +152,16 @@ export interface AllocRunner {
   list(): AllocRecord[];
   /**
    * Leaks now, for an operator (the configurator's `findLeaks` with every record as known; an
-   * allocation that got its record while the scan ran is left out). Counted in `leaksFound`.
+   * allocation that got its record while the scan ran is left out), and the namespaces named
+   * `<netnsPrefix><id>` that no allocation has. Counted in `leaksFound`, `orphanNamespacesFound`.
    */
-  findLeaks(options?: OperationOptions): Promise<LeakReport>;
-  /** Removes them (the configurator's `reapLeaks`); counted in `leaksFound` and `leaksReaped`. */
-  reapLeaks(options?: ReapOptions): Promise<ReapReport>;
+  findLeaks(options?: OperationOptions): Promise<RunnerLeakReport>;
+  /**
+   * Removes them (the configurator's `reapLeaks`, then each stray namespace in its allocation's
+   * turn of the queue, unless an allocation has it by then); counted in `leaksFound`,
+   * `leaksReaped`, `orphanNamespacesFound` and `orphanNamespacesReaped`.
+   */
+  reapLeaks(options?: ReapOptions): Promise<RunnerReapReport>;
   /** Compares host state with the records now (a running reconcile is joined, not repeated). */
   reconcile(options?: OperationOptions): Promise<ReconcileReport>;
   stats(): RunnerStats;
@@ -154,6 +178,8 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
   const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
   const mode = options.reconcile?.mode ?? DEFAULT_RECONCILE_MODE;
   const intervalMs = options.reconcile?.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
+  const storeRetryMs = options.storeRetryMs ?? DEFAULT_STORE_RETRY_MS;
+  const operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
   if (prefix === '') {
     // Every namespace on the host would look like the runner's to the reconciler.
     throw new RunnerError('netnsPrefix is empty; the runner needs a prefix of its own', {
@@ -174,6 +200,21 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
       path: ['reconcile', 'intervalMs'],
     });
   }
+  if (!Number.isInteger(operationTimeoutMs) || operationTimeoutMs < 1) {
+    throw new RunnerError(
+      `operationTimeoutMs ${operationTimeoutMs} is not a positive whole number`,
+      {
+        code: 'invalid-argument',
+        path: ['operationTimeoutMs'],
+      },
+    );
+  }
+  if (!Number.isInteger(storeRetryMs) || storeRetryMs < 0) {
+    throw new RunnerError(`storeRetryMs ${storeRetryMs} is not a whole number >= 0`, {
+      code: 'invalid-argument',
+      path: ['storeRetryMs'],
+    });
+  }
   const ctx = createRunnerContext({
     networking: options.configurator,
     leaks: options.configurator,
@@ -183,6 +224,7 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
     clock: options.clock ?? systemClock,
     log: options.logger ?? silentLogger,
     prefix,
+    operationTimeoutMs,
     crashPoints: options.crashPoints ?? crashPointsFromEnv(),
   });
   const { store, queue } = ctx;
@@ -191,6 +233,25 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
   let closed: Promise<void> | undefined;
   let started = false;
   const reconciler = createReconciler(ctx, { mode, intervalMs, closing: () => closing });
+  const storeRetry = createStoreRetry(ctx, { intervalMs: storeRetryMs, closing: () => closing });
+
+  /** `run`, then starts the store retry if a write found the data dir full. */
+  async function andKick<T>(run: Promise<T>): Promise<T> {
+    try {
+      return await run;
+    } finally {
+      storeRetry.kick();
+    }
+  }
+
+  /** `fn` in the allocation's turn, with its deadline (context.ts `inTurn`); then `andKick`. */
+  function inTurn<T>(
+    allocId: string,
+    fn: (signal: AbortSignal) => Promise<T>,
+    caller: AbortSignal | undefined,
+  ): Promise<T> {
+    return andKick(runInTurn(ctx, allocId, fn, caller));
+  }
 
   function refuseIfClosing(): void {
     if (closing) {
@@ -205,7 +266,7 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
         throw new RunnerError('the allocation runner is already started', { code: 'conflict' });
       }
       started = true;
-      const restored = await restore(ctx, opts.signal);
+      const restored = await andKick(restore(ctx, opts.signal));
       let reconciled: ReconcileReport;
       try {
         reconciled = await reconciler.reconcile(opts.signal);
@@ -217,35 +278,33 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
 
     restore(opts = {}) {
       refuseIfClosing();
-      return restore(ctx, opts.signal);
+      return andKick(restore(ctx, opts.signal));
     },
 
     async setup(input, opts = {}) {
       refuseIfClosing();
       const spec = decodeSpec(input);
-      const signal = opts.signal;
-      return queue.run(
+      return inTurn(
         spec.allocId,
-        async () => setup(ctx, spec, await settle(ctx, spec.allocId, signal), signal),
-        signal,
+        async (signal) => setup(ctx, spec, await settle(ctx, spec.allocId, signal), signal),
+        opts.signal,
       );
     },
 
     async check(input, opts = {}) {
       refuseIfClosing();
       const allocId = checkAllocId(input);
-      const signal = opts.signal;
-      return queue.run(
+      return inTurn(
         allocId,
-        async () => check(ctx, allocId, await settle(ctx, allocId, signal), signal),
-        signal,
+        async (signal) => check(ctx, allocId, await settle(ctx, allocId, signal), signal),
+        opts.signal,
       );
     },
 
     async teardown(input, opts = {}) {
       refuseIfClosing();
       const allocId = checkAllocId(input);
-      return queue.run(allocId, () => teardown(ctx, allocId, opts.signal), opts.signal);
+      return inTurn(allocId, (signal) => teardown(ctx, allocId, signal), opts.signal);
     },
 
     findLeaks(opts = {}) {
@@ -286,6 +345,8 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
         running: queue.running,
         waiting: queue.waiting,
         ...ctx.counters,
+        store: store.health(),
+        unremovedRecords: ctx.unremoved.size,
       };
     },
 
@@ -294,7 +355,9 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
       closing = true;
       // Stops the timer now; waits for a running reconcile after the queue is idle.
       const stopped = reconciler.stop();
+      const retryStopped = storeRetry.stop();
       closed = (async () => {
+        await retryStopped;
         await queue.idle();
         await stopped;
         await store.close();

@@ -1,12 +1,15 @@
 import { canonicalSpec, configuratorSpec, decodeSpec, specDifferences } from './spec.js';
-import type { RunnerSpec } from './spec.js';
+import type { RunnerSpec, SpecLimits } from './spec.js';
 import { isRunnerError } from './errors.js';
 
 const BASE = { allocId: 'a1', namespace: 'default', jobId: 'web', groupName: 'g' };
 
-function refusal(value: unknown): { message: string; field: string | undefined; code: string } {
+function refusal(
+  value: unknown,
+  limits?: SpecLimits,
+): { message: string; field: string | undefined; code: string } {
   try {
-    decodeSpec(value);
+    decodeSpec(value, limits);
   } catch (error) {
     if (!isRunnerError(error)) throw error;
     return { message: error.message, field: error.field, code: error.code };
@@ -113,6 +116,62 @@ describe('decodeSpec', () => {
       message: `invalid allocation spec: ${problem}`,
       field,
       code: 'invalid-argument',
+    });
+  });
+
+  describe("with the agent's limits", () => {
+    const limits: SpecLimits = { maxPorts: 2, maxCniArgs: 1 };
+    const port = (value: number) => ({ label: `p${value}`, value });
+
+    it.each<[string, unknown, string, string]>([
+      [
+        'more ports',
+        { ...BASE, ports: [port(1), port(2), port(3)] },
+        'spec.ports',
+        "spec.ports has 3 ports, more than the agent's limit of 2 (limits.maxPorts)",
+      ],
+      [
+        'more legacy ports, counted over every network and both lists',
+        {
+          ...BASE,
+          legacyNetworks: [
+            { reservedPorts: [port(1)], dynamicPorts: [port(2)] },
+            { dynamicPorts: [port(3)] },
+          ],
+        },
+        'spec.legacyNetworks',
+        "spec.legacyNetworks has 3 ports, more than the agent's limit of 2 (limits.maxPorts)",
+      ],
+      [
+        'more CNI args',
+        { ...BASE, cniArgs: { a: '1', b: '2' } },
+        'spec.cniArgs',
+        "spec.cniArgs has 2 entries, more than the agent's limit of 1 (limits.maxCniArgs)",
+      ],
+    ])('refuses %s, naming the field and the setting', (_what, value, field, problem) => {
+      expect(refusal(value, limits)).toEqual({
+        message: `invalid allocation spec: ${problem}`,
+        field,
+        code: 'invalid-argument',
+      });
+      // Without limits (the store reading a record back) the same spec is valid.
+      expect(() => decodeSpec(value)).not.toThrow();
+    });
+
+    it('accepts a spec at the limits; legacy ports do not count when there are ports', () => {
+      const spec = {
+        ...BASE,
+        ports: [port(1), port(2)],
+        legacyNetworks: [{ reservedPorts: [port(3), port(4), port(5)] }],
+        cniArgs: { a: '1' },
+      };
+      expect(decodeSpec(spec, limits)).toEqual(spec);
+      expect(decodeSpec(BASE, { maxPorts: 0, maxCniArgs: 0 })).toEqual(BASE);
+    });
+
+    it('checks a spec decoded before too', () => {
+      const decoded = decodeSpec({ ...BASE, ports: [port(1), port(2), port(3)] });
+      expect(refusal(decoded, limits).field).toBe('spec.ports');
     });
   });
 

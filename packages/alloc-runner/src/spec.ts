@@ -145,14 +145,62 @@ function firstUnknownField(
 }
 
 /**
+ * The agent's caps on what one allocation may ask for (its `limits.maxPorts` and
+ * `limits.maxCniArgs`), below the decoder's fixed limits (1024 ports, 64 CNI args): each port
+ * costs portmap rules in every plugin run, and a few hundred make a setup take seconds (1,000
+ * never finish within a plugin's timeout). Front doors pass them to `decodeSpec`; the store does
+ * not, so that a record written under a larger cap still restores and tears down.
+ */
+export interface SpecLimits {
+  /** Ports: `ports`, or when it is empty every legacy network's reserved and dynamic ports together. */
+  readonly maxPorts: number;
+  /** Entries of `cniArgs`. */
+  readonly maxCniArgs: number;
+}
+
+/** What a setup will map: `ports`, or (only when there are none) the legacy networks' ports. */
+function portCount(spec: RunnerSpec): { path: FieldPath; count: number } {
+  const ports = spec.ports ?? [];
+  if (ports.length > 0) return { path: ['spec', 'ports'], count: ports.length };
+  const legacy = (spec.legacyNetworks ?? []).reduce(
+    (n, net) => n + (net.reservedPorts ?? []).length + (net.dynamicPorts ?? []).length,
+    0,
+  );
+  return { path: ['spec', 'legacyNetworks'], count: legacy };
+}
+
+function checkLimits(spec: RunnerSpec, limits: SpecLimits): void {
+  const ports = portCount(spec);
+  if (ports.count > limits.maxPorts)
+    throw invalidInput(WHAT, ports.path, [
+      `has ${ports.count} ports, more than the agent's limit of ${limits.maxPorts} (limits.maxPorts)`,
+    ]);
+  const args = Object.keys(spec.cniArgs ?? {}).length;
+  if (args > limits.maxCniArgs)
+    throw invalidInput(
+      WHAT,
+      ['spec', 'cniArgs'],
+      [
+        `has ${args} entries, more than the agent's limit of ${limits.maxCniArgs} (limits.maxCniArgs)`,
+      ],
+    );
+}
+
+/**
  * Decodes a spec at the runner's edge; a bad one is `invalid-argument` naming the field. The
  * configurator's own decoder checks the fields it owns (so that the runner accepts exactly what
  * the configurator will); the runner checks its own two fields and refuses unknown fields at
  * every level, so that a misspelt field (`hostIP`) is an error rather than silently ignored.
+ * With `limits` (a front door's), a spec over them is refused too, also one decoded before.
  * The result is taken as is by `setup`, and its configurator part by the configurator.
  */
-export function decodeSpec(value: unknown): ValidRunnerSpec {
-  if (isValidSpec(value)) return value;
+export function decodeSpec(value: unknown, limits?: SpecLimits): ValidRunnerSpec {
+  const spec = isValidSpec(value) ? value : decodeNew(value);
+  if (limits !== undefined) checkLimits(spec, limits);
+  return spec;
+}
+
+function decodeNew(value: unknown): ValidRunnerSpec {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw invalidInput(WHAT, ['spec'], [`should be an object, got ${show(value)}`]);
   }
@@ -225,9 +273,12 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 function sortKeys(value: Json): Json {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object') {
-    const out: { [key: string]: Json } = {};
-    for (const key of Object.keys(value).sort()) out[key] = sortKeys(value[key] as Json);
-    return out;
+    // fromEntries, not assignment: a CNI arg named `__proto__` stays an own key.
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, sortKeys(value[key] as Json)]),
+    );
   }
   return value;
 }

@@ -3,7 +3,7 @@ import { open } from 'lmdb';
 import type { RootDatabase } from 'lmdb';
 import { decode } from '@allocnet/cni';
 import { formatPath, renderProblem } from '@allocnet/base';
-import { RunnerError, invalidInputOf, messageOf } from './errors.js';
+import { RunnerError, invalidInputOf, kindOf, messageOf } from './errors.js';
 import { SCHEMA_VERSION, recordCodec } from './record.js';
 import type { AllocRecord } from './record.js';
 import { decodeSpec } from './spec.js';
@@ -33,9 +33,31 @@ export type Migration = (store: MigrationContext) => void;
  */
 export const MIGRATIONS: Readonly<Record<number, Migration>> = {};
 
+/** Whether the store can be written; see `RunnerStore.health`. */
+export interface StoreHealth {
+  /**
+   * False from a write that failed because the data dir's filesystem is full (or over quota)
+   * until a write succeeds again.
+   */
+  readonly writable: boolean;
+  /** When not writable: the failed write's message. */
+  readonly problem?: string;
+  /** When not writable: when the first failing write of this spell failed (ms since the epoch). */
+  readonly sinceMs?: number;
+  /** Writes that failed for lack of space, since the store was opened. */
+  readonly writeFailures: number;
+}
+
 /** The runner's durable state: one record per allocation, in LMDB at `<dataDir>/state`. */
 export interface RunnerStore {
   readonly path: string;
+  /** Whether the last write found space; every write (and `probe`) updates it. */
+  health(): StoreHealth;
+  /**
+   * Writes a small marker to find out whether space has come back; true when it was written
+   * (the store is writable again). Never throws for lack of space.
+   */
+  probe(): Promise<boolean>;
   get(allocId: string): AllocRecord | undefined;
   /** Every record, by allocation id. */
   list(): AllocRecord[];
@@ -52,10 +74,57 @@ export interface OpenStoreOptions {
   readonly migrations?: Readonly<Record<number, Migration>>;
   /** The schema this code writes. Default `SCHEMA_VERSION`. */
   readonly schema?: number;
+  /** The clock of `health().sinceMs`. Default `Date.now`. */
+  readonly now?: () => number;
 }
 
 function storeError(message: string, cause?: unknown): RunnerError {
   return new RunnerError(message, { code: 'store', ...(cause === undefined ? {} : { cause }) });
+}
+
+/** The key `probe` writes. */
+export const PROBE_KEY = 'meta/probe';
+
+/** errno values that mean the filesystem has no room: ENOSPC, EDQUOT. */
+const NO_SPACE_ERRNOS = new Set([28, 122]);
+
+/**
+ * The error behind a failed lmdb-js write. A failed commit rejects every write of its
+ * transaction with a generic "Commit failed" whose `commitError` is a promise of the real one
+ * (`No space left on device`, `code` 28); it is rejected by the time the write's rejection is
+ * seen, and a handler is attached either way so that it is never an unhandled rejection.
+ */
+async function writeErrorOf(error: unknown): Promise<unknown> {
+  const commitError =
+    typeof error === 'object' && error !== null
+      ? (error as { commitError?: unknown }).commitError
+      : undefined;
+  if (!(commitError instanceof Promise)) return error;
+  const settled = commitError.then(
+    () => error,
+    (real: unknown) => real,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<unknown>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(error);
+    }, 1000);
+  });
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Whether a write failed because the filesystem is full or over quota. */
+export function isNoSpace(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, errno } = error as { code?: unknown; errno?: unknown };
+  if (code === 'ENOSPC' || code === 'EDQUOT') return true;
+  for (const n of [code, errno])
+    if (typeof n === 'number' && NO_SPACE_ERRNOS.has(Math.abs(n))) return true;
+  return /No space left on device|Disk quota exceeded/.test(messageOf(error));
 }
 
 /**
@@ -71,9 +140,14 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
   const path = join(options.dataDir, 'state');
   const current = options.schema ?? SCHEMA_VERSION;
   const migrations = options.migrations ?? MIGRATIONS;
+  const now = options.now ?? Date.now;
   let db: RootDatabase;
   try {
-    db = open({ path, encoding: 'json', overlappingSync: false });
+    // `eventTurnBatching: false`: with it, lmdb-js starts each event turn's transaction with a
+    // promise of its own that nobody holds, and a failed commit (a full disk) rejects it
+    // unhandled, which ends the process. Without it, writes made before the commit runs (a
+    // setImmediate later) still share one transaction.
+    db = open({ path, encoding: 'json', overlappingSync: false, eventTurnBatching: false });
   } catch (error) {
     throw storeError(`opening the state store "${path}" failed: ${messageOf(error)}`, error);
   }
@@ -116,17 +190,39 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
   }
 
   let closed = false;
+  let full: { readonly problem: string; readonly sinceMs: number } | undefined;
+  let writeFailures = 0;
   const write = async (what: string, op: () => Promise<boolean>): Promise<void> => {
     if (closed) throw storeError(`${what} failed: the state store "${path}" is closed`);
     try {
       await op();
-    } catch (error) {
-      throw storeError(`${what} failed: ${messageOf(error)}`, error);
+    } catch (thrown) {
+      const error = await writeErrorOf(thrown);
+      if (!isNoSpace(error)) throw storeError(`${what} failed: ${messageOf(error)}`, error);
+      writeFailures++;
+      const problem = `the data dir "${options.dataDir}" has no space left (${messageOf(error)})`;
+      full ??= { problem, sinceMs: now() };
+      const message = `${what} failed: ${problem}; nothing was changed, and writes work again once space is freed there`;
+      throw new RunnerError(message, { code: 'store-full', cause: error });
     }
+    full = undefined;
   };
 
   return {
     path,
+    health: () =>
+      full === undefined
+        ? { writable: true, writeFailures }
+        : { writable: false, problem: full.problem, sinceMs: full.sinceMs, writeFailures },
+    async probe() {
+      try {
+        await write('writing the probe', () => db.put(PROBE_KEY, now()));
+        return true;
+      } catch (error) {
+        if (kindOf(error) === 'exhausted') return false;
+        throw error;
+      }
+    },
     get: (allocId) => records.get(allocId),
     list: () => [...records.values()].sort((a, b) => (a.allocId < b.allocId ? -1 : 1)),
     async put(record) {

@@ -73,6 +73,7 @@ describe('reading the contract off any error', () => {
       'unavailable',
       'aborted',
       'broken',
+      'exhausted',
       'internal',
     ]);
   });
@@ -88,6 +89,7 @@ describe('reading the contract off any error', () => {
     expect(carriedKind(new PackageError('x', 'unavailable'))).toBe('unavailable');
     expect(carriedKind(new PackageError('x', 'aborted'))).toBe('aborted');
     expect(carriedKind(new PackageError('x', 'broken'))).toBe('broken');
+    expect(carriedKind(new PackageError('x', 'exhausted'))).toBe('exhausted');
     expect(carriedKind(new PackageError('x', 'invalid'))).toBe('internal');
     expect(carriedKind(new PackageError('x', 'not-found'), 'conflict')).toBe('conflict');
     expect(carriedKind(new Error('plain'))).toBe('internal');

@@ -15,10 +15,19 @@
  *   a runner shutting down); the same call may work later;
  * - `aborted`: the caller's signal (deadline, cancel, shutdown) stopped it;
  * - `broken`: a CHECK found the allocation's network not as it was set up;
+ * - `exhausted`: a resource of the node ran out (the data dir's filesystem is full); nothing
+ *   changed, and the same call works once it is freed;
  * - `internal`: it ran and failed (a plugin's error, a host command, the store).
  */
 export type ErrorKind =
-  'invalid' | 'not-found' | 'conflict' | 'unavailable' | 'aborted' | 'broken' | 'internal';
+  | 'invalid'
+  | 'not-found'
+  | 'conflict'
+  | 'unavailable'
+  | 'aborted'
+  | 'broken'
+  | 'exhausted'
+  | 'internal';
 
 export const ERROR_KINDS: readonly ErrorKind[] = [
   'invalid',
@@ -27,6 +36,7 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
   'unavailable',
   'aborted',
   'broken',
+  'exhausted',
   'internal',
 ];
 
@@ -98,13 +108,15 @@ export function invalidInputOf(
 }
 
 /**
- * The kind a wrapping error takes from the error it wraps: `unavailable`, `aborted` and `broken`
- * say something about the whole operation and carry through; anything else (a plugin's failure,
- * a bad value deep inside) makes the wrapper `otherwise`.
+ * The kind a wrapping error takes from the error it wraps: `unavailable`, `aborted`, `broken` and
+ * `exhausted` say something about the whole operation and carry through; anything else (a
+ * plugin's failure, a bad value deep inside) makes the wrapper `otherwise`.
  */
 export function carriedKind(cause: unknown, otherwise: ErrorKind = 'internal'): ErrorKind {
   const kind = kindOf(cause);
-  return kind === 'unavailable' || kind === 'aborted' || kind === 'broken' ? kind : otherwise;
+  return kind === 'unavailable' || kind === 'aborted' || kind === 'broken' || kind === 'exhausted'
+    ? kind
+    : otherwise;
 }
 
 /**
@@ -128,10 +140,26 @@ export function messageOf(error: unknown): string {
   return json ?? String(error);
 }
 
-/** A value as messages quote it: JSON, cut at 80 characters. */
+/**
+ * A value as a problem quotes it: its JSON, cut at 80 characters. Never throws, whatever a
+ * decoder was given (YAML and msgpack make values JSON text cannot): a bigint is `10n`, a function
+ * or a symbol is named by its type, and a value JSON.stringify gives up on (one that contains
+ * itself, as a YAML alias can, or one nested thousands deep) is described instead.
+ */
 export function show(value: unknown): string {
   if (value === undefined) return 'nothing';
-  // JSON.stringify gives undefined for functions and symbols: name the type instead.
-  const text = (JSON.stringify(value) as string | undefined) ?? `<${typeof value}>`;
+  if (typeof value === 'bigint') return `${value}n`;
+  let json: unknown;
+  try {
+    json = JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+  } catch {
+    // A cycle (TypeError) or a nesting deeper than the stack (RangeError): the problem is still
+    // worth reporting, with the value described rather than written.
+    return Array.isArray(value)
+      ? '<a list too deep or cyclic to write>'
+      : '<an object too deep or cyclic to write>';
+  }
+  // JSON.stringify gives undefined for a function or a symbol: name the type instead.
+  const text = typeof json === 'string' ? json : `<${typeof value}>`;
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

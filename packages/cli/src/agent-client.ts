@@ -123,6 +123,7 @@ const STATUS_KIND: Readonly<Partial<Record<grpc.status, ErrorKind>>> = {
   [grpc.status.NOT_FOUND]: 'not-found',
   [grpc.status.FAILED_PRECONDITION]: 'conflict',
   [grpc.status.UNAVAILABLE]: 'unavailable',
+  [grpc.status.RESOURCE_EXHAUSTED]: 'exhausted',
   [grpc.status.CANCELLED]: 'aborted',
   [grpc.status.DEADLINE_EXCEEDED]: 'aborted',
 };

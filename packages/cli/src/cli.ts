@@ -55,6 +55,7 @@ export const KIND_EXIT: Readonly<Record<ErrorKind, number>> = {
   unavailable: 1,
   aborted: 1,
   broken: 1,
+  exhausted: 1,
   internal: 1,
 };
 

@@ -14,6 +14,7 @@ describe('exit statuses', () => {
       ['unavailable', 1],
       ['aborted', 1],
       ['broken', 1],
+      ['exhausted', 1],
       ['internal', 1],
     ]);
     expect(USAGE_EXIT).toBe(2);
@@ -30,6 +31,7 @@ describe('exit statuses', () => {
         grpc.status.UNAVAILABLE,
         grpc.status.CANCELLED,
         grpc.status.DEADLINE_EXCEEDED,
+        grpc.status.RESOURCE_EXHAUSTED,
         grpc.status.INTERNAL,
         grpc.status.UNKNOWN,
         undefined,
@@ -41,6 +43,7 @@ describe('exit statuses', () => {
       'unavailable',
       'aborted',
       'aborted',
+      'exhausted',
       'internal',
       'internal',
       'internal',

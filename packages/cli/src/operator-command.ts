@@ -165,6 +165,26 @@ export function leakRows(leaks: readonly LeakLike[]): string[][] {
 
 export const LEAK_HEADER = ['ALLOC ID', 'NETWORKS', 'RULES', 'CHAINS', 'RESERVATIONS', 'CACHE'];
 
+/** A namespace named like the agent's allocations' that no allocation has (agent only). */
+export interface StrayNamespaceLike {
+  readonly name: string;
+  readonly path: string;
+  readonly reason: string;
+}
+
+export const STRAY_HEADER = ['NAMESPACE', 'PATH', 'WHY'];
+
+export function strayRows(namespaces: readonly StrayNamespaceLike[]): string[][] {
+  return namespaces.map((ns) => [ns.name, ns.path, ns.reason]);
+}
+
+/** A reap's failure: an allocation's state, or (`netnsName` set) a stray namespace. */
+export interface ReapFailureLike {
+  readonly allocId: string;
+  readonly error: string;
+  readonly netnsName?: string;
+}
+
 function print(io: CliIo, value: unknown): void {
   io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
@@ -206,22 +226,41 @@ function printCleanup(io: CliIo, allocId: string, dryRun: boolean, removed: Stat
   for (const line of stateLines(removed)) io.stdout.write(`${line}\n`);
 }
 
-function printLeaks(io: CliIo, leaks: readonly LeakLike[], orphans: StateLike): void {
+/** Leaks, orphans, then (through the agent, when there are any) the stray namespaces. */
+function printLeaks(
+  io: CliIo,
+  leaks: readonly LeakLike[],
+  orphans: StateLike,
+  namespaces: readonly StrayNamespaceLike[] = [],
+): void {
   if (leaks.length > 0) io.stdout.write(formatTable(LEAK_HEADER, leakRows(leaks)));
   io.stdout.write(`${leaks.length} leaked allocation(s); orphans: ${stateCounts(orphans)}\n`);
   for (const line of stateLines(orphans)) io.stdout.write(`${line}\n`);
+  if (namespaces.length === 0) return;
+  io.stdout.write(formatTable(STRAY_HEADER, strayRows(namespaces)));
+  io.stdout.write(`${namespaces.length} stray namespace(s)\n`);
 }
 
+/** What a reap did; exits 1 when anything could not be removed. */
 function printReap(
   io: CliIo,
   reaped: number,
-  failed: readonly { allocId: string; error: string }[],
+  failed: readonly ReapFailureLike[],
   orphans: StateLike,
+  namespaces: readonly StrayNamespaceLike[] = [],
 ): void {
   io.stdout.write(
     `reaped ${reaped} leaked allocation(s); ${failed.length} failed; orphans: ${stateCounts(orphans)}\n`,
   );
-  for (const f of failed) io.stdout.write(`failed: ${f.allocId}: ${f.error}\n`);
+  if (namespaces.length > 0) {
+    io.stdout.write(`removed ${namespaces.length} stray namespace(s)\n`);
+    for (const ns of namespaces) io.stdout.write(`  netns ${ns.name} (${ns.path})\n`);
+  }
+  for (const f of failed) {
+    const what =
+      f.netnsName === undefined || f.netnsName === '' ? f.allocId : `netns ${f.netnsName}`;
+    io.stdout.write(`failed: ${what}: ${f.error}\n`);
+  }
   if (failed.length > 0) throw new ExitStatus(1);
 }
 
@@ -303,12 +342,17 @@ export function cleanupCommand(io: CliIo): Command {
   );
 }
 
-/** `allocnet leaks`: state tagged with allocations that are not alive; `--reap` removes it. */
+/**
+ * `allocnet leaks`: state tagged with allocations that are not alive and, through the agent,
+ * namespaces named like its allocations' that none has; `--reap` removes them.
+ */
 export function leaksCommand(io: CliIo): Command {
   return connectOptions(
     localOptions(
       new Command('leaks')
-        .description('list state tagged with allocations that are not alive; --reap removes it')
+        .description(
+          'list state tagged with allocations that are not alive, and the agent’s stray namespaces; --reap removes them',
+        )
         .option('--reap', 'remove what was found')
         .option('--known-file <file>', 'with --local: allocation ids that are alive, one per line'),
     ),
@@ -332,7 +376,13 @@ export function leaksCommand(io: CliIo): Command {
             print(io, summary);
             return;
           }
-          printReap(io, summary.reaped.length, summary.failed, summary.orphans ?? EMPTY);
+          printReap(
+            io,
+            summary.reaped.length,
+            summary.failed,
+            summary.orphans ?? EMPTY,
+            summary.namespaces,
+          );
           return;
         }
         const response = await withAgent(options, (agent) =>
@@ -346,6 +396,7 @@ export function leaksCommand(io: CliIo): Command {
           io,
           response.leaks.map((l) => ({ ...l, state: l.state ?? EMPTY })),
           response.orphans ?? EMPTY,
+          response.namespaces,
         );
         return;
       }

@@ -23,19 +23,21 @@ export function versionCommand(io: CliIo): Command {
   ).action(async (options: ConnectOptions & { json?: boolean }) => {
     const cli = cliVersion();
     let agent: string | undefined;
+    let store: string | undefined;
     let problem: string | undefined;
     try {
-      agent = (
-        await withAgent({ ...options, timeout: '3000' }, (a) =>
-          unary(a.operator, 'GetAgentInfo', {}, call(a)),
-        )
-      ).version;
+      const info = await withAgent({ ...options, timeout: '3000' }, (a) =>
+        unary(a.operator, 'GetAgentInfo', {}, call(a)),
+      );
+      agent = info.version;
+      // An agent whose data dir is full answers reads and refuses writes: say so here too.
+      if (info.store?.writable === false) store = info.store.problem;
     } catch (error) {
       problem = error instanceof Error ? error.message : String(error);
     }
     if (options.json === true) {
       io.stdout.write(
-        `${JSON.stringify({ cli, agent: agent ?? null, agentError: problem ?? null }, null, 2)}\n`,
+        `${JSON.stringify({ cli, agent: agent ?? null, agentError: problem ?? null, agentStoreProblem: store ?? null }, null, 2)}\n`,
       );
       return;
     }
@@ -45,5 +47,8 @@ export function versionCommand(io: CliIo): Command {
         ? `agent: not reachable (${problem ?? ''})\n`
         : `agent ${agent} at ${options.address}\n`,
     );
+    if (store !== undefined) {
+      io.stdout.write(`agent's state store is not writable: ${store}\n`);
+    }
   });
 }

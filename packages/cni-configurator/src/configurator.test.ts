@@ -342,6 +342,105 @@ describe('teardown', () => {
     expect(report).toMatchObject({ delRan: true, delError: undefined });
   });
 
+  describe('after a crash in the middle of the chain (a pending ADD, no attachment)', () => {
+    // The firewall plugin's accept rules carry no tag; the DEL of a pending ADD has no result to
+    // give the firewall plugin, and host-local's DEL releases the address that finds them.
+    const mine = { allocId: ID, ip: '172.26.64.2', firewall: true };
+    const OTHER = 'a0e7a1d4-0b1c-4a51-9c5e-7f3a2b1c0d9e';
+    const other = { allocId: OTHER, ip: '172.26.64.3', firewall: true };
+    let ipam: string;
+    /** How many iptables calls had been made when the DEL ran. */
+    let callsAtDel: number | undefined;
+
+    beforeEach(async () => {
+      await make();
+      ipam = join(dir, 'ipam', 'nomad');
+      await mkdir(ipam, { recursive: true });
+      await writeFile(join(ipam, '172.26.64.2'), `${ID}\r\neth0`);
+      await writeFile(join(ipam, '172.26.64.3'), `${OTHER}\r\neth0`);
+      await runtime.cache.markAdding({
+        networkName: 'nomad',
+        containerId: ID,
+        ifName: 'eth0',
+        netns: '/run/netns/a1',
+        cniArgs: [['NOMAD_ALLOC_ID', ID]],
+        capabilityArgs: {},
+        config: '{"cniVersion":"1.0.0","name":"nomad","plugins":[{"type":"loopback"}]}',
+        result: undefined,
+      });
+      callsAtDel = undefined;
+      const undo = runtime.undoPendingAdd.bind(runtime);
+      runtime.undoPendingAdd = async (entry, call) => {
+        callsAtDel = v4.calls.length;
+        // As host-local's DEL does: the address goes back to the pool.
+        await rm(join(ipam, '172.26.64.2'));
+        await undo(entry, call);
+      };
+    });
+
+    it('removes the firewall rules of the addresses it still holds before the DEL, and reports them', async () => {
+      v4.reply(ok(saved(mine, other)), ok(), ok(saved(other)));
+      const report = await configurator.teardown(ID, undefined);
+      expect(v4.calls.map((c) => c.argv)).toEqual([
+        ['iptables-save'],
+        ['iptables-restore', '--noflush', '--wait'],
+        ['iptables-save'],
+      ]);
+      // Only this allocation's address: the other allocation's rules stay.
+      expect(v4.calls[1]?.input).toBe(
+        [
+          '*filter',
+          '-D CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+          '-D CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+          'COMMIT',
+          '',
+        ].join('\n'),
+      );
+      expect(callsAtDel).toBe(2);
+      expect(runtime.calls.map((c) => [c.verb, c.network, c.attachment.containerId])).toEqual([
+        ['DEL', 'nomad', ID],
+      ]);
+      expect(v6.calls.map((c) => c.argv)).toEqual([['ip6tables-save'], ['ip6tables-save']]);
+      expect(report).toEqual({
+        allocId: ID,
+        delRan: true,
+        delError: undefined,
+        removed: {
+          rules: [
+            {
+              family: 'ipv4',
+              table: 'filter',
+              chain: 'CNI-FORWARD',
+              line: '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+            },
+            {
+              family: 'ipv4',
+              table: 'filter',
+              chain: 'CNI-FORWARD',
+              line: '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+            },
+          ],
+          chains: [],
+          reservations: [],
+          cacheFiles: [],
+        },
+      });
+      expect(await readdir(ipam)).toEqual(['172.26.64.3']);
+    });
+
+    it('fails before the DEL when those rules cannot be removed, so the address stays held', async () => {
+      v4.reply(...[1, 2, 3].flatMap(() => [ok(saved(mine, other)), busy]));
+      await expect(configurator.teardown(ID, undefined)).rejects.toMatchObject({
+        code: 'teardown-failed',
+        allocId: ID,
+        message: `tearing down "${ID}": the firewall rules of its reserved addresses could not be removed: iptables-restore --noflush --wait at line 2 (-t filter -D CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT) failed (exit status 4): iptables-restore v1.8.9 (nf_tables): line 2 failed`,
+      });
+      expect(runtime.calls).toEqual([]);
+      expect(callsAtDel).toBeUndefined();
+      expect(await readdir(ipam)).toEqual(['172.26.64.2', '172.26.64.3']);
+    });
+  });
+
   it('sweeps without a DEL when the attachment is not known', async () => {
     await make();
     const report = await configurator.teardown(ID, undefined);

@@ -1,5 +1,12 @@
 import { parseIptablesSave } from '@allocnet/iptables-node';
-import { allocChains, chainsOf, linesNotAbout, parseTag, tagOf } from './marks.js';
+import {
+  allocChains,
+  chainsOf,
+  linesFirewallAbout,
+  linesNotAbout,
+  parseTag,
+  tagOf,
+} from './marks.js';
 
 describe('parseTag', () => {
   it('reads the bridge plugin’s and portmap’s tags, and no other comment', () => {
@@ -44,6 +51,30 @@ describe('chainsOf', () => {
       [c.dnat, 'a2'],
       [allocChains('other', 'a2').masq, 'a2'],
       [allocChains('other', 'a2').dnat, 'a2'],
+    ]);
+  });
+});
+
+describe('linesFirewallAbout', () => {
+  it('keeps the firewall plugin’s accept rules of the addresses, and no other line', () => {
+    const keep = linesFirewallAbout(['172.26.64.2', 'fd00::2']);
+    expect(
+      [
+        '*filter',
+        ':CNI-FORWARD - [0:0]',
+        '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+        '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+        '-A CNI-FORWARD -s 172.26.64.20/32 -j ACCEPT',
+        '-A CNI-FORWARD -s 10.172.26.64.2/32 -j ACCEPT',
+        '-A CNI-FORWARD -s fd00::2/128 -j ACCEPT',
+        '-A CNI-FORWARD -s fd00::20/128 -j ACCEPT',
+        '-A POSTROUTING -s 172.26.64.2/32 -j CNI-0123',
+        '-A FORWARD -s 172.26.64.2/32 -j ACCEPT',
+      ].filter(keep),
+    ).toEqual([
+      '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+      '-A CNI-FORWARD -s fd00::2/128 -j ACCEPT',
     ]);
   });
 });

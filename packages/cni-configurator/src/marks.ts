@@ -139,6 +139,16 @@ export function linesAbout(
 }
 
 /**
+ * A line filter for the firewall plugin's accept rules (CNI-FORWARD, untagged) about these
+ * addresses, and no other rule: what teardown.ts removes before a DEL that has no result to give
+ * the firewall plugin.
+ */
+export function linesFirewallAbout(addresses: readonly string[]): (line: string) => boolean {
+  const needles = addresses.flatMap((a) => [` ${a}/32 `, ` ${a}/128 `]);
+  return (line) => line.startsWith('-A CNI-FORWARD ') && needles.some((n) => line.includes(n));
+}
+
+/**
  * A line filter that drops what belongs to the allocations in `known`: rules in their chains,
  * rules tagged with their ids, rules jumping to their chains, their chains' declarations. What is
  * left is what a leak search can care about; on a node with 1,000 live allocations that keeps a

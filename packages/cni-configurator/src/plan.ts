@@ -92,6 +92,16 @@ export function joinPlans(plans: readonly Plan[]): Plan {
   };
 }
 
+/** Two reports as one: what two sweeps removed. */
+export function joinStates(a: HostState, b: HostState): HostState {
+  return {
+    rules: [...a.rules, ...b.rules],
+    chains: [...a.chains, ...b.chains],
+    reservations: [...a.reservations, ...b.reservations],
+    cacheFiles: [...a.cacheFiles, ...b.cacheFiles],
+  };
+}
+
 /** The part of a plan that belongs to `owners` (undefined in the set: the orphans). */
 export function planOwnedBy(plan: Plan, owners: ReadonlySet<string | undefined>): Plan {
   return {

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import * as t from 'io-ts';
+import { show } from '@allocnet/base';
 import { NAME_PATTERN, checkedString, decode } from '@allocnet/cni';
 import { invalidField } from './errors.js';
 import type { AllocNetworkSpec } from './types.js';
@@ -87,9 +88,11 @@ function integer(name: string, min: number, max: number, what: string) {
     name,
     (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max,
     (u, c) =>
-      typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max
-        ? t.success(u)
-        : t.failure(u, c, `should be ${what}, got ${JSON.stringify(u)}`),
+      u === undefined
+        ? t.failure(u, c, 'is missing')
+        : typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max
+          ? t.success(u)
+          : t.failure(u, c, `should be ${what}, got ${show(u)}`),
     t.identity,
   );
 }

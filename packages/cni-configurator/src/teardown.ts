@@ -1,6 +1,7 @@
 // Teardown: DEL with what the ADD used (or with what the CNI runtime cached, without an
-// attachment), then, always, the audit: whatever is still tagged with the allocation is swept
-// (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup` (operators) and
+// attachment, after removing the firewall's rules for the addresses the allocation still holds:
+// `sweepHeldAddresses`), then, always, the audit: whatever is still tagged with the allocation is
+// swept (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup` (operators) and
 // `sweepAfterFailure` (setup.ts, after a failed setup).
 //
 // Concurrency: teardowns of different allocations run in parallel with each other and with
@@ -8,16 +9,17 @@
 // allocation's DEL and audit never meet its own ADD. The audit takes no lock: other allocations'
 // plugins change iptables under it, and `sweep` plans again when a restore fails because of that.
 // Its cheap questions read CNI-FORWARD through the shared chain reader, each read begun after the
-// asking DEL ended.
+// asking DEL ended. The sweep before a DEL without an attachment needs no lock either: the
+// addresses it removes rules for are reserved to the allocation until that DEL releases them.
 import type { CacheEntry, NetworkConfig } from '@allocnet/cni';
 import type { CallOptions, Family } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
-import { readReservation } from './ipam.js';
-import { allocChains, firewallSpecs, linesAbout, sameSpec } from './marks.js';
-import { EMPTY_STATE, counts, isEmpty } from './plan.js';
+import { listReservations, readReservation } from './ipam.js';
+import { allocChains, firewallSpecs, linesAbout, linesFirewallAbout, sameSpec } from './marks.js';
+import { EMPTY_PLAN, EMPTY_STATE, counts, isEmpty, joinStates } from './plan.js';
 import { checkAllocId } from './spec.js';
 import { plan, scan, sweep } from './sweep.js';
 import type { ScanOptions, Selection } from './sweep.js';
@@ -106,6 +108,52 @@ async function cachedAttachments(ctx: ConfiguratorContext, allocId: string): Pro
     (e) => e.containerId === allocId && !results.some((r) => r?.networkName === e.networkName),
   );
   return [...results.filter((r): r is CacheEntry => r !== undefined), ...pending];
+}
+
+/**
+ * Before a DEL without an attachment. That DEL has no result to give the plugins (a pending ADD's
+ * marker holds none), so the firewall plugin removes none of its accept rules, and the IPAM
+ * plugin then releases the address that would find them: they carry no tag, and the audit would
+ * not know them from anyone's. While a reservation still names the allocation, its address is
+ * the allocation's alone (host-local gives no one a reserved address), so the accept rules for it
+ * are the allocation's: removed here, before the DEL, with a scan that parses only them. An
+ * address another network's host-local gave out too keeps one copy, as in any sweep. The
+ * reservations themselves stay for the DEL to release. Resolves what went; throws what stayed.
+ */
+async function sweepHeldAddresses(
+  ctx: ConfiguratorContext,
+  allocId: string,
+  call: CallOptions,
+): Promise<HostState> {
+  const snapshot = await ctx.catalog.current();
+  const managed = ctx.managedFacts(snapshot);
+  const { removed, error } = await sweep(
+    ctx,
+    async () => {
+      const reservations = (
+        await Promise.all(
+          managed.flatMap((f) =>
+            f.ipamDir === undefined ? [] : [listReservations(f.name, f.ipamDir)],
+          ),
+        )
+      ).flat();
+      const held = reservations.filter((r) => r.allocId === allocId).map((r) => r.address);
+      if (held.length === 0) return EMPTY_PLAN;
+      const found = await scan(ctx, {
+        fullIpam: [],
+        withCache: false,
+        lines: linesFirewallAbout(held),
+        ...call,
+      });
+      return plan(
+        { ...found, reservations: reservations.filter((r) => r.allocId !== allocId) },
+        { allocIds: new Set([allocId]), networks: [], addresses: held },
+      );
+    },
+    call,
+  );
+  if (error !== undefined) throw error;
+  return removed;
 }
 
 /** One of the audit's cheap questions: true when something may be left. */
@@ -252,9 +300,20 @@ export function createTeardown(
       let delRan = attachment !== undefined;
       // The audit's questions, some asked while the DEL still runs (auditProbes).
       let probes = probeRunner(undefined);
+      // What went before the DEL (without an attachment: the firewall's rules).
+      let removedFirst = EMPTY_STATE;
       if (attachment === undefined) {
-        // No attachment (a crash between ADD and the record, or an unknown allocation): DEL
+        // No attachment (a crash during a setup or between ADD and the record, or an unknown
+        // allocation): the firewall's rules for the addresses it still holds go first, then DEL
         // from what the CNI runtime cached for it, if anything, so the container side goes too.
+        try {
+          removedFirst = await sweepHeldAddresses(ctx, allocId, call);
+        } catch (error) {
+          throw new ConfiguratorError(
+            `tearing down ${JSON.stringify(allocId)}: the firewall rules of its reserved addresses could not be removed: ${messageOf(error)}`,
+            { code: 'teardown-failed', allocId, cause: error },
+          );
+        }
         const cached = await cachedAttachments(ctx, allocId);
         for (const entry of cached) {
           delRan = true;
@@ -290,7 +349,10 @@ export function createTeardown(
       let removed: HostState;
       try {
         const probed = delError === undefined ? probes.answer() : Promise.resolve(undefined);
-        removed = await audit(ctx, allocId, attachment, delError !== undefined, probed, call);
+        removed = joinStates(
+          removedFirst,
+          await audit(ctx, allocId, attachment, delError !== undefined, probed, call),
+        );
       } catch (error) {
         throw new ConfiguratorError(
           `tearing down ${JSON.stringify(allocId)}: state tagged with it could not be removed: ${messageOf(error)}`,

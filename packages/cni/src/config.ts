@@ -109,6 +109,46 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function writable(value: unknown): boolean {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    // Nested deeper than JSON.stringify's stack (RangeError): the caller names where.
+    return false;
+  }
+}
+
+/** The field of a configuration JSON.stringify gives up on: a top-level one, or a plugin's. */
+function unwritablePath(input: unknown): FieldPath {
+  const firstIn = (value: unknown) =>
+    typeof value === 'object' && value !== null
+      ? Object.entries(value as Record<string, unknown>).find(([, v]) => !writable(v))
+      : undefined;
+  const top = firstIn(input);
+  if (top === undefined) return [];
+  const [key, plugins] = top;
+  if (key !== 'plugins' || !Array.isArray(plugins)) return [key];
+  const index = plugins.findIndex((p) => !writable(p));
+  const inner = firstIn(plugins[index]);
+  return inner === undefined ? [key, index] : [key, index, inner[0]];
+}
+
+/**
+ * `written` (the configuration list) as JSON text, what the cache records. JSON.parse reads a
+ * value nested thousands deep that JSON.stringify cannot write back: that is `invalid-config`
+ * naming the field of `input` (what the caller gave).
+ */
+function bytesOf(written: unknown, input: unknown, source: string | undefined): string {
+  try {
+    return JSON.stringify(written);
+  } catch {
+    // A RangeError (the stack): a field too deep, named below; nothing else makes JSON.parse's
+    // output unwritable.
+    throw invalid(source, unwritablePath(input), 'is nested too deep to be written as JSON');
+  }
+}
+
 function pluginOf(raw: Record<string, unknown>): PluginConfig {
   const caps = isObject(raw.capabilities) ? raw.capabilities : {};
   return {
@@ -143,7 +183,7 @@ export function parseNetworkConfig(value: unknown, source?: string): NetworkConf
       disableGC: list.disableGC ?? false,
       plugins: (value.plugins as Record<string, unknown>[]).map(pluginOf),
       source,
-      bytes: JSON.stringify(value),
+      bytes: bytesOf(value, value, source),
     };
   }
   const decoded = decode(SingleConf, value);
@@ -159,7 +199,7 @@ export function parseNetworkConfig(value: unknown, source?: string): NetworkConf
     disableGC: false,
     plugins: [pluginOf(value)],
     source,
-    bytes: JSON.stringify(list),
+    bytes: bytesOf(list, value, source),
   };
 }
 

@@ -1,6 +1,6 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { formatPath } from '@allocnet/base';
+import { formatPath, show } from '@allocnet/base';
 import type { FieldPath } from '@allocnet/base';
 
 /**
@@ -20,12 +20,6 @@ function pathOf(error: t.ValidationError): FieldPath {
     path.push(index ? Number(entry.key) : entry.key);
   });
   return path;
-}
-
-function show(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value);
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 /** One decode failure: the field's path and what is wrong with it. */

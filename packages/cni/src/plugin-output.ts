@@ -102,7 +102,9 @@ export function parsedResult(
   } catch (error) {
     const why =
       error instanceof ResultError || error instanceof SyntaxError ? error.message : String(error);
-    const msg = `result cannot be read: ${why}`;
+    // The reason quotes the plugin's output (JSON.parse's snippet, a field's value): one
+    // printable line, as everything else a plugin prints.
+    const msg = `result cannot be read: ${oneLine(why)}`;
     throw new CniError(
       `plugin ${JSON.stringify(type)} failed (${verb}) for ${JSON.stringify(containerId)}: ${msg}`,
       {

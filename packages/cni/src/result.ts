@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import * as t from 'io-ts';
+import { show } from '@allocnet/base';
 import { decode } from './decode.js';
 import { atLeast, isVersion } from './version.js';
 
@@ -119,7 +120,7 @@ function strip<T>(value: { readonly [K in keyof T]: T[K] | undefined }): T {
 /**
  * Reads a result (a plugin's stdout, parsed, or a cached one). `fallbackVersion` labels a result
  * that has no `cniVersion`. Checks addresses, gateways and `ips[].interface` indices; throws
- * `ResultError` naming the field.
+ * `ResultError` naming the field (`''` for a value that is not an object).
  */
 export function parseResult(value: unknown, fallbackVersion: string): CniResult {
   if (
@@ -133,6 +134,10 @@ export function parseResult(value: unknown, fallbackVersion: string): CniResult 
       'ip4',
     );
   }
+  // A value that is no object at all has no field to name: say so in a few words, rather than
+  // with the whole shape io-ts would spell (`null` is read as an empty result).
+  if (value !== null && value !== undefined && (typeof value !== 'object' || Array.isArray(value)))
+    throw new ResultError(`is not a JSON object, got ${show(value)}`, '');
   const decoded = decode(ResultShape, value ?? {});
   if (!decoded.ok)
     throw new ResultError(
@@ -147,7 +152,19 @@ export function parseResult(value: unknown, fallbackVersion: string): CniResult 
       `cniVersion ${JSON.stringify(cniVersion)} is not a version`,
       'cniVersion',
     );
-  const interfaces = (r.interfaces ?? []).map((i) => strip<CniInterface>({ ...i }));
+  // Only the fields of the spec are kept (libcni's types do the same): an unknown field is not
+  // passed on in prevResult or the cache, where one nested thousands deep would make
+  // JSON.stringify throw.
+  const interfaces = (r.interfaces ?? []).map((i) =>
+    strip<CniInterface>({
+      name: i.name,
+      mac: i.mac,
+      sandbox: i.sandbox,
+      mtu: i.mtu,
+      socketPath: i.socketPath,
+      pciID: i.pciID,
+    }),
+  );
   const ips = (r.ips ?? []).map((ip, i) => {
     const field = `ips[${i}]`;
     if (!isCidr(ip.address))
@@ -184,9 +201,29 @@ export function parseResult(value: unknown, fallbackVersion: string): CniResult 
         `routes[${i}].gw`,
       );
     }
-    return strip<CniRoute>({ ...route });
+    return strip<CniRoute>({
+      dst: route.dst,
+      gw: route.gw,
+      mtu: route.mtu,
+      advmss: route.advmss,
+      priority: route.priority,
+      table: route.table,
+      scope: route.scope,
+    });
   });
-  return { cniVersion, interfaces, ips, routes, dns: strip<CniDns>({ ...(r.dns ?? {}) }) };
+  const dns = r.dns ?? {};
+  return {
+    cniVersion,
+    interfaces,
+    ips,
+    routes,
+    dns: strip<CniDns>({
+      nameservers: dns.nameservers,
+      domain: dns.domain,
+      search: dns.search,
+      options: dns.options,
+    }),
+  };
 }
 
 /** "4" or "6", as 0.3.x/0.4.0 results label an address (an IPv4-mapped IPv6 address counts as 4). */

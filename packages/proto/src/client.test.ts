@@ -391,7 +391,8 @@ describe('the ReapLeaks stream', () => {
             },
           ],
           orphans: null,
-          failed: [{ allocId: 'a2', error: 'dry run true' }],
+          failed: [{ allocId: 'a2', error: 'dry run true', netnsName: '' }],
+          namespaces: [],
         },
       },
     ]);

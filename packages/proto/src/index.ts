@@ -110,6 +110,8 @@ export type {
 export type { ReapStep, ReapStep__Output } from './gen/allocnet/v1/ReapStep.js';
 export type { ReapSummary, ReapSummary__Output } from './gen/allocnet/v1/ReapSummary.js';
 export type { ReapFailure, ReapFailure__Output } from './gen/allocnet/v1/ReapFailure.js';
+export type { StrayNamespace, StrayNamespace__Output } from './gen/allocnet/v1/StrayNamespace.js';
+export type { StoreHealth, StoreHealth__Output } from './gen/allocnet/v1/StoreHealth.js';
 export type {
   ReloadConfigRequest,
   ReloadConfigRequest__Output,

@@ -1,3 +1,5 @@
+import { seeded } from '@allocnet/testns';
+
 /** Summary of repeated timings, in milliseconds. */
 export interface Summary {
   readonly runs: readonly number[];
@@ -65,18 +67,6 @@ export interface RatioInterval {
   readonly ratio: number;
   readonly lo: number;
   readonly hi: number;
-}
-
-/** A small seeded generator (mulberry32), so that an interval is the same for the same samples. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**

@@ -12,3 +12,6 @@ export { NAME_ROOT, namespaceName, runPrefix } from './names.js';
 export { parseLinkNames } from '@allocnet/netns';
 export { echo, startEchoServer } from './echo.js';
 export type { EchoServer } from './echo.js';
+export { residentMiB, startNodeAgent } from './agent.js';
+export type { NodeAgent, NodeAgentExit, NodeAgentOptions } from './agent.js';
+export { seeded } from './random.js';

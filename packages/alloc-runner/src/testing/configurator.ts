@@ -55,8 +55,11 @@ export interface RecordingConfigurator extends CniConfigurator {
   readonly attached: ReadonlyMap<string, AllocAttachment>;
   /** The next `times` calls of `method` throw `error` (after recording the call, before acting). */
   fail(method: ConfiguratorMethod, error: unknown, times?: number): this;
-  /** Awaited at the start of every call, after it is recorded: where tests hold a call. */
-  before: ((call: ConfiguratorCall) => Promise<void> | void) | undefined;
+  /**
+   * Awaited at the start of every call, after it is recorded: where tests hold a call. `signal`
+   * is the one the call was given (setup, check, teardown), for a hold that honours it.
+   */
+  before: ((call: ConfiguratorCall, signal?: AbortSignal) => Promise<void> | void) | undefined;
   /** Plants a network for `allocId` that no runner made (a leak). */
   leak(allocId: string, address?: string): this;
   /** What `check` answers for `ran` (false: the network's config disables CHECK). Default true. */
@@ -106,9 +109,9 @@ export function createRecordingConfigurator(): RecordingConfigurator {
   const failures: { method: ConfiguratorMethod; error: unknown }[] = [];
   let next = 2;
 
-  async function enter(call: ConfiguratorCall): Promise<void> {
+  async function enter(call: ConfiguratorCall, signal?: AbortSignal): Promise<void> {
     calls.push(call);
-    await fake.before?.(call);
+    await fake.before?.(call, signal);
     const i = failures.findIndex((f) => f.method === call.method);
     if (i >= 0) {
       const [failure] = failures.splice(i, 1);
@@ -185,8 +188,8 @@ export function createRecordingConfigurator(): RecordingConfigurator {
       return catalog;
     },
 
-    async setup(spec, netns): Promise<SetupOutcome> {
-      await enter({ method: 'setup', allocId: spec.allocId, spec, netns });
+    async setup(spec, netns, options): Promise<SetupOutcome> {
+      await enter({ method: 'setup', allocId: spec.allocId, spec, netns }, options?.signal);
       if (attached.has(spec.allocId)) {
         throw new Error(`fake ADD: allocation "${spec.allocId}" already has a network`);
       }
@@ -206,26 +209,27 @@ export function createRecordingConfigurator(): RecordingConfigurator {
       return { status, attachment };
     },
 
-    async check(attachment) {
-      await enter({
-        method: 'check',
-        allocId: attachment.allocId,
-        netns: attachment.netns,
-        attachment,
-      });
+    async check(attachment, options) {
+      await enter(
+        { method: 'check', allocId: attachment.allocId, netns: attachment.netns, attachment },
+        options?.signal,
+      );
       if (!attached.has(attachment.allocId)) {
         throw new Error(`fake CHECK: allocation "${attachment.allocId}" has no network`);
       }
       return { ran: fake.checkRan };
     },
 
-    async teardown(allocId, attachment): Promise<TeardownReport> {
-      await enter({
-        method: 'teardown',
-        allocId,
-        attachment,
-        ...(attachment === undefined ? {} : { netns: attachment.netns }),
-      });
+    async teardown(allocId, attachment, options): Promise<TeardownReport> {
+      await enter(
+        {
+          method: 'teardown',
+          allocId,
+          attachment,
+          ...(attachment === undefined ? {} : { netns: attachment.netns }),
+        },
+        options?.signal,
+      );
       const had = attached.get(allocId);
       attached.delete(allocId);
       return {

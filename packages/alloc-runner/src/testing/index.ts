@@ -8,3 +8,5 @@ export { createRecordingNetns } from './netns.js';
 export type { NetnsCall, NetnsMethod, RecordingNetns } from './netns.js';
 export { createDeferred, createManualClock } from './clock.js';
 export type { Deferred, ManualClock } from './clock.js';
+export { fillable } from './store.js';
+export type { FillableStore } from './store.js';

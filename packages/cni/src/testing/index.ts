@@ -84,6 +84,8 @@ export async function installFakePlugin(
   return plugin;
 }
 export { tempDir } from './tmp.js';
+export { mutateAt, pathsOf, propertyParameters, valueAt } from './properties.js';
+export type { Mutation } from './properties.js';
 
 export interface NomadBridgeOptions {
   /** host-local's data directory: give each test its own. */

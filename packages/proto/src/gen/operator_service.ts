@@ -109,6 +109,14 @@ import type {
   Reservation as _allocnet_v1_Reservation,
   Reservation__Output as _allocnet_v1_Reservation__Output,
 } from './allocnet/v1/Reservation.js';
+import type {
+  StoreHealth as _allocnet_v1_StoreHealth,
+  StoreHealth__Output as _allocnet_v1_StoreHealth__Output,
+} from './allocnet/v1/StoreHealth.js';
+import type {
+  StrayNamespace as _allocnet_v1_StrayNamespace,
+  StrayNamespace__Output as _allocnet_v1_StrayNamespace__Output,
+} from './allocnet/v1/StrayNamespace.js';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new (...args: ConstructorParameters<Constructor>): Subtype;
@@ -210,6 +218,14 @@ export interface ProtoGrpcType {
       Reservation: MessageTypeDefinition<
         _allocnet_v1_Reservation,
         _allocnet_v1_Reservation__Output
+      >;
+      StoreHealth: MessageTypeDefinition<
+        _allocnet_v1_StoreHealth,
+        _allocnet_v1_StoreHealth__Output
+      >;
+      StrayNamespace: MessageTypeDefinition<
+        _allocnet_v1_StrayNamespace,
+        _allocnet_v1_StrayNamespace__Output
       >;
     };
   };

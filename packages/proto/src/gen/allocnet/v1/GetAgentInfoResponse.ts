@@ -16,6 +16,10 @@ import type {
   AgentCounts as _allocnet_v1_AgentCounts,
   AgentCounts__Output as _allocnet_v1_AgentCounts__Output,
 } from '../../allocnet/v1/AgentCounts.js';
+import type {
+  StoreHealth as _allocnet_v1_StoreHealth,
+  StoreHealth__Output as _allocnet_v1_StoreHealth__Output,
+} from '../../allocnet/v1/StoreHealth.js';
 import type { Long } from '@grpc/proto-loader';
 
 /**
@@ -58,6 +62,10 @@ export interface GetAgentInfoResponse {
    * When the agent started, in milliseconds since the Unix epoch.
    */
   startedAtUnixMs?: number | string | Long;
+  /**
+   * Whether the state store can be written now.
+   */
+  store?: _allocnet_v1_StoreHealth | null;
 }
 
 /**
@@ -100,4 +108,8 @@ export interface GetAgentInfoResponse__Output {
    * When the agent started, in milliseconds since the Unix epoch.
    */
   startedAtUnixMs: string;
+  /**
+   * Whether the state store can be written now.
+   */
+  store: _allocnet_v1_StoreHealth__Output | null;
 }

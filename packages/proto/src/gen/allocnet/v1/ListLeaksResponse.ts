@@ -8,6 +8,10 @@ import type {
   HostState as _allocnet_v1_HostState,
   HostState__Output as _allocnet_v1_HostState__Output,
 } from '../../allocnet/v1/HostState.js';
+import type {
+  StrayNamespace as _allocnet_v1_StrayNamespace,
+  StrayNamespace__Output as _allocnet_v1_StrayNamespace__Output,
+} from '../../allocnet/v1/StrayNamespace.js';
 
 /**
  * The leaks on the node.
@@ -21,6 +25,10 @@ export interface ListLeaksResponse {
    * CNI state that no allocation id could be read from (e.g. a rule with a malformed comment).
    */
   orphans?: _allocnet_v1_HostState | null;
+  /**
+   * Network namespaces named like the agent's allocations' that no allocation has, by name.
+   */
+  namespaces?: _allocnet_v1_StrayNamespace[];
 }
 
 /**
@@ -35,4 +43,8 @@ export interface ListLeaksResponse__Output {
    * CNI state that no allocation id could be read from (e.g. a rule with a malformed comment).
    */
   orphans: _allocnet_v1_HostState__Output | null;
+  /**
+   * Network namespaces named like the agent's allocations' that no allocation has, by name.
+   */
+  namespaces: _allocnet_v1_StrayNamespace__Output[];
 }

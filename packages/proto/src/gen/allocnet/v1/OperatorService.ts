@@ -146,8 +146,9 @@ export interface OperatorServiceClient extends grpc.Client {
   ): grpc.ClientUnaryCall;
 
   /**
-   * Finds leaks: host state tagged with allocations the agent does not know, and CNI state that
-   * belongs to no allocation at all. Changes nothing.
+   * Finds leaks: host state tagged with allocations the agent does not know, CNI state that
+   * belongs to no allocation at all, and network namespaces named like the agent's allocations'
+   * that no allocation has. Changes nothing.
    */
   ListLeaks(
     argument: _allocnet_v1_ListLeaksRequest,
@@ -170,8 +171,9 @@ export interface OperatorServiceClient extends grpc.Client {
     callback: grpc.requestCallback<_allocnet_v1_ListLeaksResponse__Output>,
   ): grpc.ClientUnaryCall;
   /**
-   * Finds leaks: host state tagged with allocations the agent does not know, and CNI state that
-   * belongs to no allocation at all. Changes nothing.
+   * Finds leaks: host state tagged with allocations the agent does not know, CNI state that
+   * belongs to no allocation at all, and network namespaces named like the agent's allocations'
+   * that no allocation has. Changes nothing.
    */
   listLeaks(
     argument: _allocnet_v1_ListLeaksRequest,
@@ -294,8 +296,9 @@ export interface OperatorServiceHandlers extends grpc.UntypedServiceImplementati
   >;
 
   /**
-   * Finds leaks: host state tagged with allocations the agent does not know, and CNI state that
-   * belongs to no allocation at all. Changes nothing.
+   * Finds leaks: host state tagged with allocations the agent does not know, CNI state that
+   * belongs to no allocation at all, and network namespaces named like the agent's allocations'
+   * that no allocation has. Changes nothing.
    */
   ListLeaks: grpc.handleUnaryCall<
     _allocnet_v1_ListLeaksRequest__Output,

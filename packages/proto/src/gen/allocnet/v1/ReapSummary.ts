@@ -12,6 +12,10 @@ import type {
   ReapFailure as _allocnet_v1_ReapFailure,
   ReapFailure__Output as _allocnet_v1_ReapFailure__Output,
 } from '../../allocnet/v1/ReapFailure.js';
+import type {
+  StrayNamespace as _allocnet_v1_StrayNamespace,
+  StrayNamespace__Output as _allocnet_v1_StrayNamespace__Output,
+} from '../../allocnet/v1/StrayNamespace.js';
 
 /**
  * The outcome of a reap.
@@ -27,9 +31,14 @@ export interface ReapSummary {
    */
   orphans?: _allocnet_v1_HostState | null;
   /**
-   * The allocations whose cleanup failed.
+   * The allocations whose cleanup failed, and the stray namespaces that could not be removed.
    */
   failed?: _allocnet_v1_ReapFailure[];
+  /**
+   * The stray namespaces removed (with `dry_run`, the ones that would be), each in its
+   * allocation's turn: one that an allocation took meanwhile is left alone and not listed.
+   */
+  namespaces?: _allocnet_v1_StrayNamespace[];
 }
 
 /**
@@ -46,7 +55,12 @@ export interface ReapSummary__Output {
    */
   orphans: _allocnet_v1_HostState__Output | null;
   /**
-   * The allocations whose cleanup failed.
+   * The allocations whose cleanup failed, and the stray namespaces that could not be removed.
    */
   failed: _allocnet_v1_ReapFailure__Output[];
+  /**
+   * The stray namespaces removed (with `dry_run`, the ones that would be), each in its
+   * allocation's turn: one that an allocation took meanwhile is left alone and not listed.
+   */
+  namespaces: _allocnet_v1_StrayNamespace__Output[];
 }

@@ -38,17 +38,20 @@ export interface SetupAllocNetworkRequest {
    */
   network?: string;
   /**
-   * The allocation's ports, forwarded from the host by the portmap plugin.
+   * The allocation's ports, forwarded from the host by the portmap plugin. At most the agent's
+   * `limits.maxPorts` (default 128); more is INVALID_ARGUMENT.
    */
   ports?: _allocnet_v1_Port[];
   /**
-   * Per-network ports of the older job format; used only when `ports` is empty.
+   * Per-network ports of the older job format; used only when `ports` is empty. All their ports
+   * together count against `limits.maxPorts`.
    */
   networks?: _allocnet_v1_LegacyNetwork[];
   /**
    * Extra CNI args for the plugins, after `IgnoreUnknown=1` and before the workload args
    * (namespace, job, group, allocation), which they cannot override. Keys and values must not
-   * contain `;` or `=`.
+   * contain `;` or `=`, and are at most 256 characters each; at most the agent's
+   * `limits.maxCniArgs` (default 64) entries.
    */
   cniArgs?: { [key: string]: string };
   /**
@@ -87,17 +90,20 @@ export interface SetupAllocNetworkRequest__Output {
    */
   network: string;
   /**
-   * The allocation's ports, forwarded from the host by the portmap plugin.
+   * The allocation's ports, forwarded from the host by the portmap plugin. At most the agent's
+   * `limits.maxPorts` (default 128); more is INVALID_ARGUMENT.
    */
   ports: _allocnet_v1_Port__Output[];
   /**
-   * Per-network ports of the older job format; used only when `ports` is empty.
+   * Per-network ports of the older job format; used only when `ports` is empty. All their ports
+   * together count against `limits.maxPorts`.
    */
   networks: _allocnet_v1_LegacyNetwork__Output[];
   /**
    * Extra CNI args for the plugins, after `IgnoreUnknown=1` and before the workload args
    * (namespace, job, group, allocation), which they cannot override. Keys and values must not
-   * contain `;` or `=`.
+   * contain `;` or `=`, and are at most 256 characters each; at most the agent's
+   * `limits.maxCniArgs` (default 64) entries.
    */
   cniArgs: { [key: string]: string };
   /**

@@ -1,0 +1,237 @@
+// Properties of the iptables-save and `iptables -S` parsers (what iptables prints is read at this
+// edge): any text is tables or a `SaveParseError` naming a line of it, never anything else; a
+// ruleset written with this package's own writer (`formatRestoreInput`, `formatArg`) is read back
+// exactly: parse(render(tables)) equals tables, rules' matches, comments and targets included.
+import fc from 'fast-check';
+import { formatRestoreInput } from './batch.js';
+import { formatArg } from './quote.js';
+import type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
+import { SaveParseError, parseIptablesSave, parseRuleListing } from './save.js';
+import type { Chain, SavedTable } from './save.js';
+import { TABLES } from './validate.js';
+import type { Table } from './validate.js';
+
+const SEED = 16_2006;
+
+/** FC_NUM_RUNS / FC_SEED explore further than CI does (docs/testing.md, "Property tests"). */
+function parameters(numRuns: number): { seed: number; numRuns: number } {
+  const env = (name: string) => Number(process.env[name]) || undefined;
+  return { seed: env('FC_SEED') ?? SEED, numRuns: env('FC_NUM_RUNS') ?? numRuns };
+}
+
+// ---- arbitrary text ---------------------------------------------------------------------------
+
+/** Pieces iptables-save output is made of, in any order: reaches deep into the parser. */
+const piece = fc.constantFrom(
+  '*nat', '*filter', '*bogus', 'COMMIT', ':X', ':CNI-A ACCEPT [0:0]', '-A', '--append', 'X',
+  '-m', 'comment', '--comment', '-j', '-g', 'ACCEPT', '!', '-s', '10.0.0.1/32', '--dport', '80',
+  '"', '\\', '\\"', '#', '[1:2]', '-P', '-N', ' ', '\t', '\r', '\n', '\n', '-x', '""',
+); // prettier-ignore
+const text = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 200 }),
+  fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join(' ')),
+  fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join('')),
+);
+
+function lineCount(t: string): number {
+  return t.split('\n').length;
+}
+
+describe('parseIptablesSave properties', () => {
+  it('reads any text as tables or a SaveParseError naming a line of it', () => {
+    fc.assert(
+      fc.property(text, fc.boolean(), (input, filtered) => {
+        try {
+          parseIptablesSave(input, filtered ? (line) => line.includes('X') : undefined);
+        } catch (error) {
+          if (!(error instanceof SaveParseError)) throw error;
+          // 0 is the end of the text (a table without COMMIT).
+          expect(error.line).toBeGreaterThanOrEqual(0);
+          expect(error.line).toBeLessThanOrEqual(lineCount(input));
+          if (error.line > 0) expect(error.message).toMatch(/^(line \d+: |unterminated quote)/);
+        }
+      }),
+      parameters(1000),
+    );
+  });
+
+  it('reads any text as an iptables -S listing or a SaveParseError naming a line of it', () => {
+    fc.assert(
+      fc.property(text, fc.constantFrom(...TABLES), (input, table) => {
+        try {
+          parseRuleListing(table, input);
+        } catch (error) {
+          if (!(error instanceof SaveParseError)) throw error;
+          expect(error.line).toBeGreaterThanOrEqual(1);
+          expect(error.line).toBeLessThanOrEqual(lineCount(input));
+        }
+      }),
+      parameters(1000),
+    );
+  });
+});
+
+// ---- rulesets, written and read back ----------------------------------------------------------
+
+// Options that always take one value (rule.ts); the others take the values up to the next option.
+const ONE_VALUE = new Set(['-s', '-d', '-p', '-i', '-o', '--comment']);
+/** Any value iptables-restore input can carry: no newline, carriage return or NUL. */
+const anyValue = fc.string({ maxLength: 12 }).filter((v) => !/[\n\r\0]/.test(v));
+/** A value of a many-valued option: not one iptables would read as an option or a negation. */
+const plainValue = anyValue.filter((v) => v !== '!' && !(v.length > 1 && v.startsWith('-')));
+const optionName = fc
+  .stringMatching(/^--?[a-z][a-z0-9-]{0,8}$/)
+  .filter((o) => !['-m', '--match', '-j', '--jump', '-g', '--goto'].includes(o));
+
+function option(names: fc.Arbitrary<string>): fc.Arbitrary<RuleOption> {
+  return fc
+    .tuple(names, fc.boolean(), anyValue, fc.array(plainValue, { maxLength: 3 }))
+    .map(([name, negated, one, many]) => ({
+      option: name,
+      negated,
+      values: ONE_VALUE.has(name) ? [one] : many,
+    }));
+}
+
+const builtin: fc.Arbitrary<RuleMatch[]> = fc
+  .array(option(fc.constantFrom('-s', '-d', '-p', '-i', '-o', '-f')), { maxLength: 3 })
+  .map((options) => (options.length === 0 ? [] : [{ module: undefined, options }]));
+const moduleMatch: fc.Arbitrary<RuleMatch> = fc.record({
+  module: fc.oneof(fc.constantFrom('comment', 'tcp', 'multiport', 'conntrack'), anyValue),
+  options: fc.array(option(fc.oneof(optionName, fc.constant('--comment'))), { maxLength: 3 }),
+});
+const target: fc.Arbitrary<RuleTarget | undefined> = fc.option(
+  fc.record({
+    name: fc.oneof(fc.constantFrom('ACCEPT', 'DNAT', 'CNI-X'), anyValue),
+    goto: fc.boolean(),
+    options: fc.array(option(optionName), { maxLength: 2 }),
+  }),
+  { nil: undefined },
+);
+/** Names `checkChain` takes. */
+const chainName = fc.stringMatching(/^[^\s"'!-][^\s"']{0,27}$/);
+
+function optionArgs(o: RuleOption): string[] {
+  return [...(o.negated ? ['!'] : []), o.option, ...o.values];
+}
+
+function ruleOf(
+  table: Table,
+  chain: string,
+  matches: RuleMatch[],
+  t: RuleTarget | undefined,
+): Rule {
+  const spec = [
+    ...matches.flatMap((m) => [
+      ...(m.module === undefined ? [] : ['-m', m.module]),
+      ...m.options.flatMap(optionArgs),
+    ]),
+    ...(t === undefined ? [] : [t.goto ? '-g' : '-j', t.name, ...t.options.flatMap(optionArgs)]),
+  ];
+  const comment = matches
+    .find((m) => m.module === 'comment')
+    ?.options.find((o) => o.option === '--comment')?.values[0];
+  return { table, chain, spec, matches, comment, target: t };
+}
+
+function tableOf(name: Table): fc.Arbitrary<SavedTable> {
+  const chain: fc.Arbitrary<Chain> = fc.record({
+    name: chainName,
+    policy: fc.option(fc.constantFrom('ACCEPT', 'DROP'), { nil: undefined }),
+  });
+  const rule = fc
+    .tuple(chainName, builtin, fc.array(moduleMatch, { maxLength: 3 }), target)
+    .map(([c, b, m, t]) => ruleOf(name, c, [...b, ...m], t));
+  return fc.record({
+    name: fc.constant(name),
+    chains: fc.array(chain, { maxLength: 4 }),
+    rules: fc.array(rule, { maxLength: 6 }),
+  });
+}
+
+const tables: fc.Arbitrary<SavedTable[]> = fc
+  .subarray([...TABLES])
+  .chain((names) => fc.tuple(...names.map(tableOf)));
+
+/**
+ * Tables as iptables-save prints them: the rules through this package's writer for
+ * iptables-restore, the chain declarations and (with `counters`) `[p:b]` before each rule added,
+ * as `iptables-save -c` does.
+ */
+function render(saved: readonly SavedTable[], counters: boolean): string {
+  const out = ['# Generated by a property test'];
+  for (const t of saved) {
+    const ops = t.rules.map((r) => ({
+      kind: 'append' as const,
+      table: t.name,
+      chain: r.chain,
+      spec: r.spec,
+    }));
+    const ruleLines = formatRestoreInput(ops).text.split('\n').slice(1, -2);
+    out.push(
+      `*${t.name}`,
+      ...t.chains.map((c) => `:${c.name} ${c.policy ?? '-'} [0:0]`),
+      ...ruleLines.map((line) => (counters ? `[3:180] ${line}` : line)),
+      'COMMIT',
+    );
+  }
+  return `${out.join('\n')}\n`;
+}
+
+describe('parseIptablesSave round trip', () => {
+  it('reads back exactly the ruleset it wrote', () => {
+    fc.assert(
+      fc.property(tables, fc.boolean(), (saved, counters) => {
+        expect(parseIptablesSave(render(saved, counters))).toEqual(saved);
+      }),
+      parameters(500),
+    );
+  });
+
+  it('reads the same ruleset with a filter that keeps every line', () => {
+    fc.assert(
+      fc.property(tables, (saved) => {
+        expect(parseIptablesSave(render(saved, false), () => true)).toEqual(saved);
+      }),
+      parameters(200),
+    );
+  });
+
+  it('reads each rule back from an iptables -S listing', () => {
+    fc.assert(
+      fc.property(tables, (saved) => {
+        for (const t of saved) {
+          const ops = [
+            ...t.chains.map((c) => ({ kind: 'newChain' as const, table: t.name, chain: c.name })),
+            ...t.rules.map((r) => ({
+              kind: 'append' as const,
+              table: t.name,
+              chain: r.chain,
+              spec: r.spec,
+            })),
+          ];
+          // `-N` and `-A` lines, without the `*table` and `COMMIT` frame of restore input.
+          const listing = formatRestoreInput(ops).text.split('\n').slice(1, -2).join('\n');
+          expect(parseRuleListing(t.name, listing)).toEqual({
+            chains: t.chains.map((c) => ({ name: c.name, policy: undefined })),
+            rules: t.rules,
+          });
+        }
+      }),
+      parameters(200),
+    );
+  });
+
+  it('writes every chain name and value so that it reads back as one argument', () => {
+    fc.assert(
+      fc.property(anyValue, chainName, (comment, chain) => {
+        const [table] = parseIptablesSave(
+          `*filter\n-A ${formatArg(chain)} -m comment --comment ${formatArg(comment)}\nCOMMIT\n`,
+        );
+        expect(table?.rules[0]?.chain).toBe(chain);
+        expect(table?.rules[0]?.comment).toBe(comment);
+      }),
+      parameters(500),
+    );
+  });
+});
