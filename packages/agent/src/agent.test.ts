@@ -240,6 +240,61 @@ describe('startAgent', () => {
     });
   });
 
+  it('serves at once after a restart: the allocation being restored shows PHASE_RESTORING until its CHECK is done', async () => {
+    const c = config();
+    // One host for both runs: the namespace the first made is there for the second's restore.
+    const netns = createRecordingNetns();
+    const first = await start(c, { netns });
+    const client = createAllocNetworkClient(
+      `unix://${c.socket}`,
+      grpc.credentials.createInsecure(),
+    );
+    await unary(client, 'SetupAllocNetwork', {
+      allocId: 'a1',
+      namespace: 'default',
+      jobId: 'web',
+      groupName: 'api',
+    });
+    client.close();
+    await first.stop('test');
+
+    // The restore's CHECK holds: the agent must serve anyway.
+    const hold = createDeferred();
+    configurator.before = (call) => (call.method === 'check' ? hold.promise : undefined);
+    await start(c, { netns });
+    const again = createAllocNetworkClient(`unix://${c.socket}`, grpc.credentials.createInsecure());
+    const operator = createOperatorClient(`unix://${c.socket}`, grpc.credentials.createInsecure());
+    expect(lines.filter((l) => l.message === 'agent ready').at(-1)?.meta).toMatchObject({
+      restoring: 1,
+    });
+    const listed = await unary(again, 'ListAllocNetworks', {});
+    expect(listed.allocations.map((a) => [a.allocId, a.phase])).toEqual([
+      ['a1', 'PHASE_RESTORING'],
+    ]);
+    expect((await unary(operator, 'GetAgentInfo', {})).restoring).toBe(1);
+    // A new allocation does not wait for the restore.
+    const b = await unary(again, 'SetupAllocNetwork', {
+      allocId: 'b1',
+      namespace: 'default',
+      jobId: 'web',
+      groupName: 'api',
+    });
+    expect(b.status?.phase).toBe('PHASE_READY');
+    hold.resolve();
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        if (lines.some((l) => l.message === 'restored allocations from the last run')) resolve();
+        else setImmediate(done);
+      };
+      done();
+    });
+    const after = await unary(again, 'GetAllocNetwork', { allocId: 'a1' });
+    expect(after.status?.phase).toBe('PHASE_READY');
+    expect((await unary(operator, 'GetAgentInfo', {})).restoring).toBe(0);
+    again.close();
+    operator.close();
+  });
+
   it('reloads: the CNI configs, the log level live, and says what needs a restart', async () => {
     const c = config();
     const agent = await start(c, {

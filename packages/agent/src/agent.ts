@@ -125,7 +125,8 @@ async function stopParts(
 
 /**
  * Starts the agent with `config` (checked again here, as a file's would be). Resolves once it
- * serves: the runner restored and reconciled, the socket (and TCP, metrics) listening, the ready
+ * serves: the runner open and its restore begun in the background (`restored allocations from
+ * the last run` is logged when it is done), the socket (and TCP, metrics) listening, the ready
  * file written. Throws `AgentError` (`invalid-config`, `socket-in-use`, `listen-failed`,
  * `start-failed`, `aborted`) after closing whatever it had opened.
  */
@@ -188,6 +189,7 @@ export async function startAgent(
     netnsPrefix: config.netnsPrefix,
     reconcile: config.reconcile.mode,
     spawn: spawnMethod,
+    restoring: parts.restoring,
   });
 
   let resolveClosed!: () => void;

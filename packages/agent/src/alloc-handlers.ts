@@ -131,7 +131,9 @@ export function createAllocHandlers(
       const id = idForLog(request.allocId);
       if (id !== undefined) fields.allocId = id;
       const record = recordOf(decodeGetRequest(request));
-      return Promise.resolve({ status: statusMessage(record, defaultNetwork()) });
+      return Promise.resolve({
+        status: statusMessage(record, defaultNetwork(), runner.isRestoring(record.allocId)),
+      });
     }),
 
     ListAllocNetworks: unary('list', 'debug', (request, { fields }) => {
@@ -139,7 +141,9 @@ export function createAllocHandlers(
       const records = runner.list();
       fields.count = records.length;
       const network = defaultNetwork();
-      return Promise.resolve({ allocations: records.map((r) => statusMessage(r, network)) });
+      return Promise.resolve({
+        allocations: records.map((r) => statusMessage(r, network, runner.isRestoring(r.allocId))),
+      });
     }),
 
     CheckAllocNetwork: unary('check', 'info', async (request, { signal, fields }) => {

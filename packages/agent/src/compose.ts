@@ -82,6 +82,8 @@ export interface ComposedAgent {
   /** Whether the TCP listener speaks TLS. */
   readonly tls: boolean;
   readonly reload: () => Promise<ReloadReport>;
+  /** Allocations being restored in the background when the agent turned ready. */
+  readonly restoring: number;
 }
 
 /** Throws `aborted` once the start's signal has aborted. */
@@ -141,27 +143,40 @@ function lockDataDir(config: AgentConfig): HeldLock {
   return held;
 }
 
-/** Restores what the last run left and reconciles once. */
-async function restore(runner: AllocRunner, logger: AgentLogger, signal: AbortSignal | undefined) {
-  try {
-    const started = await runner.start(signal === undefined ? {} : { signal });
-    logger.info('restored allocations from the last run', {
-      ...started.restore.counts,
-      durationMs: started.restore.durationMs,
-    });
-  } catch (error) {
-    checkNotAborted(signal);
-    // The first reconcile failing (iptables missing, say) does not stop the agent: requests
-    // will say what is wrong, and the reconciler tries again at its interval.
-    if (!isRunnerError(error) || error.code !== 'reconcile-failed')
-      throw new AgentError(`restoring the allocations failed: ${messageOf(error)}`, {
-        code: 'start-failed',
-        cause: error,
+/**
+ * Restores what the last run left, then reconciles once, in the background (the runner's
+ * `startInBackground`): the agent serves meanwhile, an operation on an allocation still being
+ * restored waits for that one. Returns how many allocations are being restored.
+ */
+function restoreInBackground(runner: AllocRunner, logger: AgentLogger): number {
+  const { restoring, done } = runner.startInBackground();
+  done.then(
+    (started) => {
+      logger.info('restored allocations from the last run', {
+        ...started.restore.counts,
+        durationMs: started.restore.durationMs,
       });
-    logger.error('the first reconcile failed; the agent serves anyway', {
-      error: messageOf(error),
-    });
-  }
+    },
+    (error: unknown) => {
+      if (isRunnerError(error) && error.code === 'reconcile-failed') {
+        // The first reconcile failing (iptables missing, say) does not stop the agent: requests
+        // will say what is wrong, and the reconciler tries again at its interval.
+        logger.error('the first reconcile failed; the agent serves anyway', {
+          error: messageOf(error),
+        });
+      } else if (
+        isRunnerError(error) &&
+        (error.code === 'shutting-down' || error.code === 'aborted')
+      ) {
+        logger.info(
+          'the agent stopped before the restore was done; the next start restores the rest',
+        );
+      } else {
+        logger.error('restoring the allocations failed', { error: messageOf(error) });
+      }
+    },
+  );
+  return restoring;
 }
 
 /**
@@ -281,7 +296,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
       metrics.cniCall(command, code, seconds);
     },
   });
-  await restore(theRunner, logger, signal);
+  const restoring = restoreInBackground(theRunner, logger);
   checkNotAborted(signal);
 
   const reload = createReloader({
@@ -376,5 +391,6 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     metricsServer,
     tls: tls !== undefined,
     reload,
+    restoring,
   };
 }

@@ -24,14 +24,18 @@ const PHASES: Readonly<Record<AllocPhase, Phase>> = {
  * is set only for an attachment a runtime asked for through the CNI server; for one set up over
  * gRPC it stays unset (nothing on the wire: the receiver reads `null`).
  */
-export function statusMessage(record: AllocRecord, defaultNetwork: string): AllocNetworkStatus {
+export function statusMessage(
+  record: AllocRecord,
+  defaultNetwork: string,
+  restoring = false,
+): AllocNetworkStatus {
   const status = record.status;
   const origin = record.spec.origin;
   const attempts = status?.attempts ?? 0;
   return {
     allocId: record.allocId,
     network: status?.network ?? (record.spec.network || defaultNetwork),
-    phase: PHASES[record.phase],
+    phase: restoring ? 'PHASE_RESTORING' : PHASES[record.phase],
     interfaceName: status?.interfaceName ?? '',
     address: status?.address ?? '',
     addressIpv6: status?.addressIpv6 ?? '',

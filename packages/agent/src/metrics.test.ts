@@ -8,6 +8,7 @@ function stats(extra: Partial<RunnerStats> = {}): RunnerStats {
     live: 3,
     running: 0,
     waiting: 0,
+    restoring: 0,
     setups: 0,
     setupFailures: 0,
     teardowns: 0,

@@ -130,6 +130,14 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     },
   });
   new Gauge({
+    name: 'allocnet_restoring_allocations',
+    help: 'Allocations the restore after the start has not settled yet (the agent serves meanwhile; an operation on one of them waits for it)',
+    registers,
+    collect() {
+      this.set(options.stats()?.restoring ?? 0);
+    },
+  });
+  new Gauge({
     name: 'allocnet_store_writable',
     help: 'Whether the state store can be written now: 0 once a write found the data dir full, 1 again once a write (or the retry probe) succeeds',
     registers,

@@ -793,6 +793,7 @@ describe('OperatorService', () => {
         writeFailures: '0',
         unremovedRecords: 0,
       },
+      restoring: 0,
     });
   });
 });

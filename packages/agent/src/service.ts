@@ -221,6 +221,7 @@ export function createServiceHandlers(deps: ServiceDeps): ServiceHandlers {
           writeFailures: stats.store.writeFailures,
           unremovedRecords: stats.unremovedRecords,
         },
+        restoring: stats.restoring,
       };
     }),
   };

@@ -16,7 +16,7 @@ import type { CrashPoint, CrashPoints } from './crash.js';
 import { RunnerError } from './errors.js';
 import type { NetnsManager } from './netns.js';
 import { createAllocQueue } from './queue.js';
-import type { AllocQueue } from './queue.js';
+import type { AllocQueue, QueueLane } from './queue.js';
 import { SCHEMA_VERSION } from './record.js';
 import type { AllocRecord } from './record.js';
 import type { RunnerStore } from './store.js';
@@ -116,6 +116,12 @@ export interface RunnerContext {
    * in the allocation's turn adds or deletes an id.
    */
   readonly unremoved: Set<string>;
+  /**
+   * Allocations whose record the restore after a start has not settled yet; filled when the
+   * restore begins, each id deleted when its restore is done. Operations on one of them wait
+   * behind its restore in the allocation's turn.
+   */
+  readonly restoring: Set<string>;
 }
 
 export interface ContextParts {
@@ -156,6 +162,7 @@ export function createRunnerContext(parts: ContextParts): RunnerContext {
     },
     hold,
     unremoved: new Set(),
+    restoring: new Set(),
   };
 }
 
@@ -209,6 +216,7 @@ export function inTurn<T>(
   allocId: string,
   fn: (signal: AbortSignal) => Promise<T>,
   caller: AbortSignal | undefined,
+  lane: QueueLane = 'operations',
 ): Promise<T> {
   return ctx.queue.run(
     allocId,
@@ -231,5 +239,6 @@ export function inTurn<T>(
       }
     },
     caller,
+    lane,
   );
 }

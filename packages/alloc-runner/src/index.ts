@@ -2,6 +2,7 @@ export { createAllocRunner } from './runner.js';
 export type {
   AllocRunner,
   AllocRunnerOptions,
+  BackgroundStart,
   OperationOptions,
   RunnerStats,
   StartReport,

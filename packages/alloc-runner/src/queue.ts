@@ -6,15 +6,21 @@ import { RunnerError } from './errors.js';
  * - operations on one allocation run one at a time, in the order they were called (a promise
  *   chain per allocation id);
  * - operations on different allocations run in parallel, at most `maxConcurrent` at once (one
- *   p-limit shared by all; FIFO);
+ *   p-limit shared by all; FIFO); the restore after a start runs in a lane of its own, with a
+ *   p-limit of the same size, so that a thousand allocations being restored never make a new
+ *   allocation's setup wait (an operation on an allocation being restored waits for that one
+ *   restore only: it is behind it in the allocation's chain);
  * - before an operation starts, `beforeStart(id)` may hold it (the reconciler holds operations
  *   on allocations it did not count as known while it scans and reaps), outside the limit so
  *   that a held operation takes no slot;
  * - an operation whose signal aborts before it starts never runs and rejects with `aborted` at
  *   once; once started, the signal is the operation's to honour.
  */
+/** Which p-limit an operation takes a slot of: `restore` for the restore after a start. */
+export type QueueLane = 'operations' | 'restore';
+
 export interface AllocQueue {
-  run<T>(allocId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+  run<T>(allocId: string, fn: () => Promise<T>, signal?: AbortSignal, lane?: QueueLane): Promise<T>;
   /** Ids with an operation queued or running. */
   activeIds(): string[];
   /** Operations running now / waiting for their turn. */
@@ -38,21 +44,29 @@ export function abortedError(allocId: string, signal: AbortSignal): RunnerError 
 }
 
 export function createAllocQueue(options: AllocQueueOptions): AllocQueue {
-  const limit = pLimit(options.maxConcurrent);
+  const limits: Readonly<Record<QueueLane, ReturnType<typeof pLimit>>> = {
+    operations: pLimit(options.maxConcurrent),
+    restore: pLimit(options.maxConcurrent),
+  };
   const tails = new Map<string, Promise<void>>();
   const active = new Map<string, number>();
   const inFlight = new Set<Promise<void>>();
   let queued = 0;
 
   return {
-    run<T>(allocId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    run<T>(
+      allocId: string,
+      fn: () => Promise<T>,
+      signal?: AbortSignal,
+      lane: QueueLane = 'operations',
+    ): Promise<T> {
       active.set(allocId, (active.get(allocId) ?? 0) + 1);
       queued++;
       let started = false;
       const prev = tails.get(allocId) ?? Promise.resolve();
       const op = prev.then(async () => {
         if (options.beforeStart !== undefined) await options.beforeStart(allocId);
-        return limit(async () => {
+        return limits[lane](async () => {
           started = true;
           queued--;
           if (signal?.aborted === true) throw abortedError(allocId, signal);
@@ -88,7 +102,7 @@ export function createAllocQueue(options: AllocQueueOptions): AllocQueue {
 
     activeIds: () => [...active.keys()],
     get running() {
-      return limit.activeCount;
+      return limits.operations.activeCount + limits.restore.activeCount;
     },
     get waiting() {
       return queued;

@@ -213,6 +213,7 @@ export async function restore(
 ): Promise<RestoreReport> {
   const startedAt = ctx.clock.now();
   const records = ctx.store.list();
+  for (const rec of records) ctx.restoring.add(rec.allocId);
   const outcomes = await Promise.all(
     records.map((rec) =>
       inTurn(
@@ -232,7 +233,10 @@ export async function restore(
           return restoreOne(ctx, now, turn);
         },
         signal,
-      ),
+        'restore',
+      ).finally(() => {
+        ctx.restoring.delete(rec.allocId);
+      }),
     ),
   );
   const counts = Object.fromEntries(RESULTS.map((r) => [r, 0])) as Record<RestoreResult, number>;

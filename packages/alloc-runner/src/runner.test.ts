@@ -503,6 +503,12 @@ describe('a full data dir', () => {
   });
 });
 
+/** Polls `condition` between event-loop turns (the fakes answer within a few). */
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setImmediate(r));
+  expect(condition()).toBe(true);
+}
+
 /** Lets a store-retry round that only meets the fakes (a full store fails at once) run out. */
 async function settleRetry(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -742,6 +748,90 @@ describe('concurrency', () => {
     hold.release(A);
     await setup;
     expect(configurator.calls.map((c) => c.method)).toEqual(['setup']);
+    expect(runner.get(A)?.phase).toBe('ready');
+  });
+});
+
+describe('a start with the restore in the background', () => {
+  it('serves at once: a new allocation does not wait, one being restored waits for its own restore only', async () => {
+    const first = await make({ maxConcurrent: 2 });
+    for (const id of [A, B]) await first.runner.setup(spec(id));
+    await first.runner.close();
+    first.configurator.clearCalls();
+
+    const { runner, configurator } = await make({ ...first, maxConcurrent: 2 });
+    // Both restores' CHECKs hold until released: the restore is under way.
+    const { arrived, release } = holdCalls(configurator, 'check', [A, B]);
+    const background = runner.startInBackground();
+    expect(background.restoring).toBe(2);
+    await arrived(A);
+    await arrived(B);
+    expect([runner.isRestoring(A), runner.isRestoring(B), runner.stats().restoring]).toEqual([
+      true,
+      true,
+      2,
+    ]);
+    // Reads answer, with the records as they are.
+    expect(runner.list().map((r) => [r.allocId, r.phase])).toEqual([
+      [B, 'ready'],
+      [A, 'ready'],
+    ]);
+    // A new allocation is set up while both restores hold (their lane is not the operations').
+    await runner.setup(spec(C));
+    expect(runner.get(C)?.phase).toBe('ready');
+    // A teardown of A waits behind A's restore, and only that one.
+    let tornDown = false;
+    const teardown = runner.teardown(A).then((r) => {
+      tornDown = true;
+      return r;
+    });
+    release(B);
+    await waitFor(() => !runner.isRestoring(B));
+    expect(tornDown).toBe(false);
+    release(A);
+    expect((await teardown).known).toBe(true);
+    const report = await background.done;
+    expect(report.restore.counts.kept).toBe(2);
+    expect([runner.stats().restoring, runner.list().map((r) => r.allocId)]).toEqual([0, [B, C]]);
+    const calls = configurator.calls.map((c) => [c.method, c.allocId]);
+    // The first reconcile (after the restore) and A's teardown may come in either order.
+    expect(calls.slice(0, 3)).toEqual([
+      ['check', B],
+      ['check', A],
+      ['setup', C],
+    ]);
+    expect(calls.slice(3).sort()).toEqual([
+      ['reapLeaks', undefined],
+      ['teardown', A],
+    ]);
+  });
+
+  it('is stopped by close(): what was not restored is restored at the next start', async () => {
+    const first = await make();
+    await first.runner.setup(spec(A));
+    await first.runner.close();
+    const { runner, configurator } = await make(first);
+    const arrived = createDeferred();
+    // A CHECK that ends only when its signal aborts, as a plugin killed by it does.
+    configurator.before = (call, signal) => {
+      if (call.method !== 'check') return;
+      arrived.resolve();
+      return new Promise<void>((_, reject) => {
+        signal?.addEventListener('abort', () => {
+          reject(new ConfiguratorError('CHECK was cancelled', { code: 'aborted' }));
+        });
+      });
+    };
+    const background = runner.startInBackground();
+    await arrived.promise;
+    const closed = runner.close();
+    const error = await rejection(background.done);
+    expect([error.code, error.message]).toEqual([
+      'shutting-down',
+      'the allocation runner is shutting down',
+    ]);
+    await closed;
+    // Untouched: the next start restores it.
     expect(runner.get(A)?.phase).toBe('ready');
   });
 });

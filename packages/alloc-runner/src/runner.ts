@@ -107,6 +107,8 @@ export interface RunnerStats {
   /** Operations running / waiting for their turn, now. */
   readonly running: number;
   readonly waiting: number;
+  /** Allocations the restore after the start has not settled yet, now. */
+  readonly restoring: number;
   readonly setups: number;
   readonly setupFailures: number;
   readonly teardowns: number;
@@ -128,9 +130,30 @@ export interface RunnerStats {
   readonly unremovedRecords: number;
 }
 
+/** A start whose restore runs in the background (`startInBackground`). */
+export interface BackgroundStart {
+  /** Allocations to restore: their records, now marked restoring (`isRestoring`). */
+  readonly restoring: number;
+  /**
+   * Settles once the restore and the first reconcile are done (rejects as `start` would; with
+   * `aborted` when `close()` stopped it first).
+   */
+  readonly done: Promise<StartReport>;
+}
+
 export interface AllocRunner {
   /** Restore, then one reconcile, then the reconciler every `intervalMs`. Call it once. */
   start(options?: OperationOptions): Promise<StartReport>;
+  /**
+   * `start`, without waiting: operations are served at once. Each record is restored in its
+   * allocation's turn, in a lane of the queue of its own (queue.ts), so that an operation on an
+   * allocation being restored waits for that one restore only and a new allocation does not
+   * wait at all. The first reconcile follows the restore. `close()` aborts a restore under way.
+   * Call it, or `start`, once.
+   */
+  startInBackground(options?: OperationOptions): BackgroundStart;
+  /** Whether the restore after the start has not settled this allocation yet. */
+  isRestoring(allocId: string): boolean;
   /** Settles every record left by the last run (see `RestoreResult`). `start` calls it. */
   restore(options?: OperationOptions): Promise<RestoreReport>;
   /**
@@ -259,22 +282,46 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
     }
   }
 
-  return {
-    async start(opts = {}) {
-      refuseIfClosing();
-      if (started) {
-        throw new RunnerError('the allocation runner is already started', { code: 'conflict' });
-      }
-      started = true;
-      const restored = await andKick(restore(ctx, opts.signal));
+  // Aborted by close(): a restore under way stops (what is not restored yet is, next start).
+  const closeSignal = new AbortController();
+
+  function begin(opts: OperationOptions): BackgroundStart {
+    refuseIfClosing();
+    if (started) {
+      throw new RunnerError('the allocation runner is already started', { code: 'conflict' });
+    }
+    started = true;
+    const signal =
+      opts.signal === undefined
+        ? closeSignal.signal
+        : AbortSignal.any([opts.signal, closeSignal.signal]);
+    const restoring = store.list().length;
+    const done = (async () => {
+      const restored = await andKick(restore(ctx, signal));
       let reconciled: ReconcileReport;
       try {
-        reconciled = await reconciler.reconcile(opts.signal);
+        reconciled = await reconciler.reconcile(signal);
       } finally {
         reconciler.schedule();
       }
       return { restore: restored, reconcile: reconciled };
+    })();
+    return { restoring, done };
+  }
+
+  return {
+    async start(opts = {}) {
+      return begin(opts).done;
     },
+
+    startInBackground(opts = {}) {
+      const background = begin(opts);
+      // The caller may never look at `done`; its failure is theirs to read, not unhandled.
+      background.done.catch(() => undefined);
+      return background;
+    },
+
+    isRestoring: (allocId) => ctx.restoring.has(allocId),
 
     restore(opts = {}) {
       refuseIfClosing();
@@ -344,6 +391,7 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
         live: allocations.ready,
         running: queue.running,
         waiting: queue.waiting,
+        restoring: ctx.restoring.size,
         ...ctx.counters,
         store: store.health(),
         unremovedRecords: ctx.unremoved.size,
@@ -353,6 +401,9 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
     close() {
       if (closed !== undefined) return closed;
       closing = true;
+      closeSignal.abort(
+        new RunnerError('the allocation runner is shutting down', { code: 'shutting-down' }),
+      );
       // Stops the timer now; waits for a running reconcile after the queue is idle.
       const stopped = reconciler.stop();
       const retryStopped = storeRetry.stop();

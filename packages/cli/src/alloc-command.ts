@@ -43,6 +43,7 @@ const PHASES: Record<string, string> = {
   PHASE_READY: 'ready',
   PHASE_TEARING_DOWN: 'tearing-down',
   PHASE_FAILED: 'failed',
+  PHASE_RESTORING: 'restoring',
 };
 
 export function phaseName(phase: string): string {

@@ -221,6 +221,15 @@ export function plan(found: Scan, selection: Selection): Plan {
     const filter = tables.find((t) => t.name === 'filter');
     if (filter === undefined) continue;
     const forward = filter.rules.filter((r) => r.chain === 'CNI-FORWARD');
+    // The firewall's rules by their spec, once: looking each address's specs up is then linear
+    // in the rules (a filter per address made 1,000 leaks' reap quadratic: 1.1 s of 1.8 s).
+    const bySpec = new Map<string, (typeof forward)[number][]>();
+    for (const rule of forward) {
+      const key = rule.spec.join('\0');
+      const same = bySpec.get(key);
+      if (same === undefined) bySpec.set(key, [rule]);
+      else same.push(rule);
+    }
     const orphanAddresses = new Set<string>();
     if (selection.orphansOf !== undefined) {
       const reserved = new Set(found.reservations.map((r) => r.address));
@@ -239,7 +248,7 @@ export function plan(found: Scan, selection: Selection): Plan {
       const orphan = orphanAddresses.has(address);
       const keep = heldByOthers.has(address) && !orphan ? 1 : 0;
       for (const spec of firewallSpecs(address, family)) {
-        const copies = forward.filter((r) => r.spec.join('\0') === spec.join('\0'));
+        const copies = bySpec.get(spec.join('\0')) ?? [];
         for (const rule of copies.slice(keep))
           rules.push({ family, rule, owner: orphan ? undefined : addresses.get(address) });
       }

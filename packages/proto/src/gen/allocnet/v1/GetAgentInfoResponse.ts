@@ -66,6 +66,11 @@ export interface GetAgentInfoResponse {
    * Whether the state store can be written now.
    */
   store?: _allocnet_v1_StoreHealth | null;
+  /**
+   * Allocations the restore after the agent's start has not settled yet (0 once it is done): the
+   * agent serves at once and restores in the background.
+   */
+  restoring?: number;
 }
 
 /**
@@ -112,4 +117,9 @@ export interface GetAgentInfoResponse__Output {
    * Whether the state store can be written now.
    */
   store: _allocnet_v1_StoreHealth__Output | null;
+  /**
+   * Allocations the restore after the agent's start has not settled yet (0 once it is done): the
+   * agent serves at once and restores in the background.
+   */
+  restoring: number;
 }

@@ -24,6 +24,12 @@ export const Phase = {
    * The setup failed after every attempt; `error` says why.
    */
   PHASE_FAILED: 'PHASE_FAILED',
+  /**
+   * The agent has just started and has not yet settled this allocation's record (CHECKed it, or
+   * finished what a crash interrupted); the other fields are as last recorded. An operation on it
+   * waits until that is done.
+   */
+  PHASE_RESTORING: 'PHASE_RESTORING',
 } as const;
 
 /**
@@ -54,7 +60,14 @@ export type Phase =
    * The setup failed after every attempt; `error` says why.
    */
   | 'PHASE_FAILED'
-  | 4;
+  | 4
+  /**
+   * The agent has just started and has not yet settled this allocation's record (CHECKed it, or
+   * finished what a crash interrupted); the other fields are as last recorded. An operation on it
+   * waits until that is done.
+   */
+  | 'PHASE_RESTORING'
+  | 5;
 
 /**
  * Where an allocation's network is in its lifecycle.
