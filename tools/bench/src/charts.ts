@@ -5,8 +5,11 @@ import * as vega from 'vega';
 import { compile } from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { percentile } from './stats.js';
-import { CONTENDERS, isPeer, phases, windowP50 } from './summary.js';
-import type { ScaleRun, SuiteResults } from './summary.js';
+import { CONTENDERS, windowP50 } from './summary.js';
+import type { ConcurrentRun, Contender, ScaleRun, SequentialRun } from './summary.js';
+
+/** The name a chart shows: the peer is go-cni. */
+const label = (c: Contender) => (c === 'peer' ? 'go-cni' : c);
 
 export async function png(spec: TopLevelSpec, file: string): Promise<void> {
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
@@ -31,72 +34,53 @@ function spec(json: Record<string, unknown>): TopLevelSpec {
   return json as unknown as TopLevelSpec;
 }
 
-export function latencySpec(r: SuiteResults): TopLevelSpec {
+export function latencySpec(seq: SequentialRun): TopLevelSpec {
   const raw: { contender: string; phase: string; ms: number }[] = [];
-  const peer: { contender: string; phase: string; p50: number; p95: number }[] = [];
-  for (const run of r.sequential) {
-    if (isPeer(run.result)) {
-      for (const [phase, p] of [
-        ['setup', run.result.setup],
-        ['teardown', run.result.remove],
-      ] as const)
-        peer.push({ contender: 'peer', phase, p50: p.p50Ms, p95: p.p95Ms });
-    } else {
-      for (const ms of run.result.setup.samplesMs)
-        raw.push({ contender: run.contender, phase: 'setup', ms });
-      for (const ms of run.result.teardown.samplesMs)
-        raw.push({ contender: run.contender, phase: 'teardown', ms });
-    }
-  }
-  const y = { field: 'contender', type: 'nominal', sort: CONTENDERS, title: null } as const;
-  // The axis ends a little past the slowest p95, so that one slow first setup on a fresh node
-  // does not squeeze every box into a line; operations past it are drawn at the edge.
+  for (const c of CONTENDERS)
+    for (const phase of ['setup', 'teardown'] as const)
+      for (const ms of seq.samples[c][phase === 'setup' ? 'setupMs' : 'teardownMs'])
+        if (!Number.isNaN(ms)) raw.push({ contender: label(c), phase, ms });
+  const y = {
+    field: 'contender',
+    type: 'nominal',
+    sort: CONTENDERS.map(label),
+    title: null,
+  } as const;
+  // The axis ends a little past the slowest p95, so that one slow operation does not squeeze
+  // every box into a line; operations past it are drawn at the edge.
   const panel = (phase: 'setup' | 'teardown') => {
-    const mine = raw.filter((x) => x.phase === phase).map((x) => x.ms);
-    const p95s = [
-      ...peer.filter((x) => x.phase === phase).map((x) => x.p95),
-      ...(mine.length > 0 ? [percentile(mine, 95)] : []),
-    ];
+    const p95s = CONTENDERS.flatMap((c) => {
+      const mine = raw.filter((x) => x.phase === phase && x.contender === label(c));
+      return mine.length > 0
+        ? [
+            percentile(
+              mine.map((x) => x.ms),
+              95,
+            ),
+          ]
+        : [];
+    });
     const max = Math.ceil((Math.max(...p95s, 1) * 1.4) / 50) * 50;
-    const x = {
-      type: 'quantitative',
-      title: `${phase} ms`,
-      scale: { domain: [0, max], clamp: true },
-    } as const;
     return {
       width: 640,
       height: 130,
-      layer: [
-        {
-          data: { values: raw.filter((d) => d.phase === phase) },
-          mark: { type: 'boxplot', extent: 1.5 },
-          encoding: {
-            y,
-            x: { field: 'ms', ...x },
-            color: { field: 'contender', type: 'nominal', legend: null },
-          },
+      data: { values: raw.filter((d) => d.phase === phase) },
+      mark: { type: 'boxplot', extent: 1.5 },
+      encoding: {
+        y,
+        x: {
+          field: 'ms',
+          type: 'quantitative',
+          title: `${phase} ms`,
+          scale: { domain: [0, max], clamp: true },
         },
-        {
-          data: { values: peer.filter((d) => d.phase === phase) },
-          mark: { type: 'rule', strokeWidth: 2 },
-          encoding: {
-            y,
-            x: { aggregate: 'min', field: 'p50', ...x },
-            x2: { aggregate: 'max', field: 'p95' },
-          },
-        },
-        {
-          data: { values: peer.filter((d) => d.phase === phase) },
-          mark: { type: 'tick', thickness: 3, color: 'black' },
-          encoding: { y, x: { field: 'p50', ...x } },
-        },
-      ],
+        color: { field: 'contender', type: 'nominal', legend: null },
+      },
     };
   };
   return spec({
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title:
-      'Latency per operation, one at a time (boxes: quartiles and 1.5 IQR whiskers of every sample; peer: its p50 per rep (ticks) to its p95)',
+    title: 'Latency per operation, contenders interleaved (quartiles; whiskers 1.5 IQR)',
     config: CONFIG,
     vconcat: [panel('setup'), panel('teardown')],
   });
@@ -134,31 +118,32 @@ export function scaleSpec(s: ScaleRun): TopLevelSpec {
   });
 }
 
-export function throughputSpec(r: SuiteResults): TopLevelSpec {
+export function throughputSpec(con: ConcurrentRun): TopLevelSpec {
+  const sort = CONTENDERS.map(label);
   return spec({
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: 'Concurrent setups on a fresh node: successful setups per second (each rep)',
+    title: `${con.n} setups ${con.width} at a time on a fresh node: successful setups per second (each round)`,
     config: CONFIG,
     width: 640,
     height: 160,
     data: {
-      values: r.concurrent.map((run) => {
-        const s = phases(run.result).setup;
-        return { contender: run.contender, perSecond: s.ok / (s.totalMs / 1000), failed: s.failed };
-      }),
+      values: con.batches.map((b) => ({
+        contender: label(b.contender),
+        perSecond: b.setupMs.length / (b.totalMs / 1000),
+      })),
     },
     layer: [
       {
         mark: { type: 'bar', opacity: 0.35 },
         encoding: {
-          y: { field: 'contender', type: 'nominal', sort: CONTENDERS, title: null },
+          y: { field: 'contender', type: 'nominal', sort, title: null },
           x: { aggregate: 'median', field: 'perSecond', type: 'quantitative', title: 'setups/s' },
         },
       },
       {
         mark: { type: 'point', filled: true },
         encoding: {
-          y: { field: 'contender', type: 'nominal', sort: CONTENDERS },
+          y: { field: 'contender', type: 'nominal', sort },
           x: { field: 'perSecond', type: 'quantitative' },
         },
       },

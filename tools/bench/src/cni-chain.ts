@@ -3,27 +3,28 @@
 // as tcp+udp per allocation) three ways, in one run, each on a fresh node namespace:
 //   allocnet : @allocnet/cni's runtime
 //   plain    : a plain Node loop that spawns each plugin directly (the floor for a Node runtime)
-//   go-cni   : the reference runtime in ../shared/peer (containerd's go-cni, what Nomad uses)
+//   go-cni   : tools/gocni-driver serve (containerd's go-cni doing Nomad's calls, one long-lived
+//              process as in Nomad's client; each call timed in the driver)
 // Each method sets up N allocations one at a time, then removes them, timing every whole-chain
-// operation; the order of methods rotates between repetitions. Prints p50/p95 per method, the
+// operation; the order of methods rotates between repetitions. Uses nothing outside the repository. Prints p50/p95 per method, the
 // ratios allocnet/plain and allocnet/go-cni, and writes tools/bench/results/cni-chain.json.
-import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { nomadBridgeConflist, tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
-import { summarize } from './stats.js';
+import { GOCNI_DRIVER, removeLibcniCache, startGoCni } from './gocni.js';
+import { messageOf } from './errors.js';
+import { phaseStats, summarize } from './stats.js';
 import type { PhaseStats } from './stats.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..', '..', '..');
 const { values } = parseArgs({
   options: {
     n: { type: 'string', default: '30' },
     reps: { type: 'string', default: '5' },
-    peer: { type: 'string', default: resolve(repo, '..', 'shared', 'peer', 'bin', 'peercni') },
     'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
     methods: { type: 'string', default: 'allocnet,plain,go-cni' },
   },
@@ -33,7 +34,6 @@ const REPS = Number(values.reps);
 if (!Number.isInteger(N) || N < 1 || N > 1000) throw new Error(`--n ${values.n} is not 1-1000`);
 if (!Number.isInteger(REPS) || REPS < 1)
   throw new Error(`--reps ${values.reps} is not a positive whole number`);
-const PEER = values.peer;
 const PLUGIN_DIR = values['plugin-dir'];
 
 // allocnet-fork: allocnet's runtime with plugins started by node:child_process (a fork of the
@@ -47,7 +47,7 @@ const METHODS: readonly Method[] = values.methods.split(',').map((m) => {
 });
 if (!METHODS.includes('allocnet')) throw new Error('--methods must include allocnet');
 
-/** Nomad's default bridge network as the peer's conf/nomad-bridge.conflist has it (cniVersion 0.4.0). */
+/** Nomad's default bridge network (cniVersion 0.4.0). */
 function conflist(ipamDir: string): string {
   return JSON.stringify(nomadBridgeConflist({ ipamDir, cniVersion: '0.4.0' }));
 }
@@ -64,23 +64,19 @@ async function runOnce(method: Method): Promise<Run> {
     const node = await lab.node('bench');
     const file = join(tmp.path, 'nomad.conflist');
     writeFileSync(file, conflist(join(tmp.path, 'ipam')));
-    let stdout: string;
+    const containers = [];
+    for (let i = 0; i < N; i++) containers.push(await lab.container());
+    let out: Run;
     if (method === 'go-cni') {
-      ({ stdout } = await execa('ip', [
-        'netns', 'exec', node.name, PEER, 'bench',
-        '--n', String(N), '--concurrency', '1', '--conflist', file, '--cni-path', PLUGIN_DIR,
-        '--netns-prefix', `${lab.prefix}-pb-`,
-      ])); // prettier-ignore
+      out = await goCni(node.path, file, containers, lab.prefix);
     } else {
-      const containers = [];
-      for (let i = 0; i < N; i++) containers.push(await lab.container());
-      ({ stdout } = await execa('ip', [
+      const { stdout } = await execa('ip', [
         'netns', 'exec', node.name, process.execPath, join(here, 'cni-chain-inner.js'),
         '--method', method, '--conflist', file, '--netns', containers.map((c) => c.path).join(','),
         '--cache-dir', join(tmp.path, 'cache'), '--plugin-dir', PLUGIN_DIR,
-      ])); // prettier-ignore
+      ]); // prettier-ignore
+      out = JSON.parse(stdout) as Run;
     }
-    const out = JSON.parse(stdout) as Run;
     for (const [phase, stats] of [
       ['setup', out.setup],
       ['remove', out.remove],
@@ -101,23 +97,47 @@ async function runOnce(method: Method): Promise<Run> {
   }
 }
 
-/** Removes each directory if it is there and empty; one with files in it is not ours to remove. */
-function removeEmptyDirs(dirs: readonly string[]): void {
-  for (const d of dirs) {
-    try {
-      rmdirSync(d);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? '';
-      if (code !== 'ENOENT' && code !== 'ENOTEMPTY')
-        console.error(`could not remove ${d}: ${code}`);
+/** Every id given to go-cni, for removing what it left in the host's libcni cache. */
+const goCniIds = new Set<string>();
+
+/**
+ * N setups then N removes through gocni-driver serve in the node, one at a time, each timed by
+ * the driver; ids and ports as cni-chain-inner.js gives them.
+ */
+async function goCni(
+  node: string,
+  conflist: string,
+  containers: readonly { readonly path: string }[],
+  prefix: string,
+): Promise<Run> {
+  const gocni = startGoCni({ node, conflist, pluginDirs: PLUGIN_DIR });
+  const phase = async (op: 'setup' | 'remove') => {
+    const ms: number[] = [];
+    const failures: string[] = [];
+    const started = performance.now();
+    for (const [i, c] of containers.entries()) {
+      const id = `${prefix}-${i}`;
+      goCniIds.add(id);
+      try {
+        ms.push(await gocni.call(op, id, c.path, [[20000 + i, 8080]]));
+      } catch (error) {
+        failures.push(messageOf(error));
+      }
     }
+    return phaseStats(ms, failures, performance.now() - started);
+  };
+  try {
+    const setup = await phase('setup');
+    return { setup, remove: await phase('remove') };
+  } finally {
+    await gocni.stop();
   }
 }
 
 async function main(): Promise<void> {
-  await requireNetworkTestHost(['ip', 'iptables', `${PLUGIN_DIR}/bridge`, PEER]);
-  // libcni (the peer) writes its cache under /var/lib/cni and cannot be told otherwise; it
-  // removes its files, and the directories it made are removed here if they are empty.
+  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`, GOCNI_DRIVER]);
+  // go-cni writes libcni's cache under /var/lib/cni and cannot be told otherwise: what it left
+  // is removed afterwards, and the directories too when they were not there before.
   const libcniDirsExisted = existsSync('/var/lib/cni');
   const runs = Object.fromEntries(METHODS.map((m) => [m, [] as Run[]])) as Record<Method, Run[]>;
   try {
@@ -132,7 +152,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    if (!libcniDirsExisted) removeEmptyDirs(['/var/lib/cni/results', '/var/lib/cni']);
+    await removeLibcniCache(goCniIds, libcniDirsExisted);
   }
 
   const median = (m: Method, phase: 'setup' | 'remove', key: 'p50Ms' | 'p95Ms') =>

@@ -12,88 +12,38 @@
 //
 //   node tools/bench/dist/cni-plugin.js [--n 30] [--reps 2] [--out DIR]
 // Needs root, the built agent, plugin and driver (tools/setup.sh). Uses nothing outside the repo.
-import { spawn } from 'node:child_process';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { TestNetns } from '@allocnet/testns';
 import { startBenchAgent } from './agent-process.js';
-import { REPO, writeDefaultConflist } from './contenders.js';
+import { writeDefaultConflist } from './contenders.js';
 import { environment } from './env.js';
-import { bootstrapMedian, bootstrapRatio, percentile } from './stats.js';
+import { GOCNI_DRIVER, removeLibcniCache, startGoCni } from './gocni.js';
+import type { GoCni } from './gocni.js';
+import { roundOrder } from './interleave.js';
+import { REPO, RESULTS } from './paths.js';
+import { bootstrapMedian, bootstrapRatio, median } from './stats.js';
 import type { RatioInterval } from './stats.js';
 
 const { values } = parseArgs({
   options: {
     n: { type: 'string', default: '30' },
     reps: { type: 'string', default: '2' },
-    out: { type: 'string', default: join(REPO, 'tools', 'bench', 'results') },
+    out: { type: 'string', default: RESULTS },
     'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
   },
 });
 const N = Number(values.n);
 const REPS = Number(values.reps);
 const PLUGIN_DIR = values['plugin-dir'];
-const DRIVER = join(REPO, 'tools', 'gocni-driver', 'dist', 'gocni-driver');
 const PLUGIN = join(REPO, 'packages', 'cni-plugin', 'dist', 'allocnet-cni');
-const LIBCNI_RESULTS = '/var/lib/cni/results';
 const GOALS = { ratio: 1.05, pluginMs: 3 };
 
 const log = (line: string) => process.stderr.write(`[cni-plugin bench] ${line}\n`);
-
-interface Answer {
-  readonly seq: number;
-  readonly ok: boolean;
-  readonly ms?: number;
-  readonly error?: string;
-}
-
-/** gocni-driver serve in the node: one go-cni, requests as JSON lines. */
-function startDriver(node: TestNetns, conflist: string, pluginDirs: string) {
-  const child: ChildProcessWithoutNullStreams = spawn('nsenter', [
-    `--net=${node.path}`,
-    '--',
-    DRIVER,
-    'serve',
-    '--conflist',
-    conflist,
-    '--plugin-dir',
-    pluginDirs,
-  ]);
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const waiting = new Map<number, (a: Answer) => void>();
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    const answer = JSON.parse(line) as Answer;
-    waiting.get(answer.seq)?.(answer);
-    waiting.delete(answer.seq);
-  });
-  let seq = 0;
-  return {
-    async call(op: 'setup' | 'remove', id: string, netns: string, port: number): Promise<number> {
-      const mine = ++seq;
-      const answer = await new Promise<Answer>((resolve) => {
-        waiting.set(mine, resolve);
-        child.stdin.write(
-          `${JSON.stringify({ seq: mine, op, id, netns, ports: [[port, 8080]] })}\n`,
-        );
-      });
-      if (!answer.ok || answer.ms === undefined)
-        throw new Error(`${op} ${id}: ${answer.error ?? 'no time'}\n${stderr}`);
-      return answer.ms;
-    },
-    async stop() {
-      child.stdin.end();
-      await new Promise((r) => child.once('close', r));
-    },
-  };
-}
-
-type Driver = ReturnType<typeof startDriver>;
 
 interface Samples {
   direct: number[];
@@ -102,19 +52,24 @@ interface Samples {
   calls: [string, string, number][];
 }
 
-function median(values: readonly number[]): number {
-  return percentile(values, 50);
-}
-
 function fmt(r: RatioInterval): string {
   return `${r.ratio.toFixed(3)} [${r.lo.toFixed(3)}, ${r.hi.toFixed(3)}]`;
 }
 
-await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`, DRIVER, PLUGIN]);
+await requireNetworkTestHost([
+  'ip',
+  'iptables',
+  'nsenter',
+  `${PLUGIN_DIR}/bridge`,
+  GOCNI_DRIVER,
+  PLUGIN,
+]);
+const hadLibcniDirs = existsSync('/var/lib/cni');
 const lab = createNetnsLab();
 const tmp = await tempDir('allocnet-bench-cni-');
 const prefix = `${lab.prefix}-cb${process.pid.toString(36)}`;
-const drivers: Driver[] = [];
+const drivers: GoCni[] = [];
+const ids = new Set<string>();
 let stopAgent: (() => Promise<unknown>) | undefined;
 try {
   const node = await lab.node();
@@ -147,15 +102,18 @@ try {
       ],
     }),
   );
-  const directDriver = startDriver(node, direct, PLUGIN_DIR);
-  const agentDriver = startDriver(node, viaAgent, bin);
+  const directDriver = startGoCni({ node: node.path, conflist: direct, pluginDirs: PLUGIN_DIR });
+  const agentDriver = startGoCni({ node: node.path, conflist: viaAgent, pluginDirs: bin });
   drivers.push(directDriver, agentDriver);
   const containers: TestNetns[] = [];
   for (let i = 0; i < 2 * N; i++) containers.push(await lab.container(`c${i}`));
   const netnsOf = (who: 'direct' | 'agent', i: number) =>
     (containers[who === 'direct' ? i : N + i] as TestNetns).path;
-  const idOf = (who: 'direct' | 'agent', rep: number, i: number) =>
-    `${prefix}-${who[0] ?? 'x'}${rep}-${i}`;
+  const idOf = (who: 'direct' | 'agent', rep: number, i: number) => {
+    const id = `${prefix}-${who[0] ?? 'x'}${rep}-${i}`;
+    ids.add(id);
+    return id;
+  };
   const portOf = (who: 'direct' | 'agent', i: number) => (who === 'direct' ? 20000 : 30000) + i;
   const drive = { direct: directDriver, agent: agentDriver };
 
@@ -163,8 +121,8 @@ try {
   for (const who of ['direct', 'agent'] as const)
     for (let i = 0; i < 3; i++) {
       const id = idOf(who, 9, i);
-      await drive[who].call('setup', id, netnsOf(who, i), portOf(who, i));
-      await drive[who].call('remove', id, netnsOf(who, i), portOf(who, i));
+      await drive[who].call('setup', id, netnsOf(who, i), [[portOf(who, i), 8080]]);
+      await drive[who].call('remove', id, netnsOf(who, i), [[portOf(who, i), 8080]]);
     }
 
   const setup: Samples = { direct: [], agent: [], calls: [] };
@@ -176,11 +134,9 @@ try {
       ['remove', teardown],
     ] as const) {
       for (let i = 0; i < N; i++) {
-        const order =
-          (i + rep) % 2 === 0 ? (['direct', 'agent'] as const) : (['agent', 'direct'] as const);
-        for (const who of order) {
+        for (const who of roundOrder(['direct', 'agent'] as const, i + rep)) {
           const id = idOf(who, rep, i);
-          const ms = await drive[who].call(op, id, netnsOf(who, i), portOf(who, i));
+          const ms = await drive[who].call(op, id, netnsOf(who, i), [[portOf(who, i), 8080]]);
           samples[who].push(ms);
           if (who === 'agent') samples.calls.push([id, op === 'setup' ? 'ADD' : 'DEL', ms]);
         }
@@ -190,9 +146,9 @@ try {
 
   // The agent's handling of each call it answered, to 0.01 ms.
   const handled = new Map<string, number>();
-  for (const line of agent.lines())
-    if (line.message === 'CNI call')
-      handled.set(`${String(line.containerId)} ${String(line.command)}`, Number(line.ms));
+  for (const { fields } of agent.lines())
+    if (fields.message === 'CNI call')
+      handled.set(`${String(fields.containerId)} ${String(fields.command)}`, Number(fields.ms));
   const pluginCost = (s: Samples) =>
     s.calls.map(([id, command, ms]) => {
       const inAgent = handled.get(`${id} ${command}`);
@@ -200,7 +156,7 @@ try {
       return ms - inAgent;
     });
   const costs = [...pluginCost(setup), ...pluginCost(teardown)];
-  const costInterval = bootstrapMedian(costs, 4000, 7);
+  const costInterval = bootstrapMedian(costs, { seed: 7 });
 
   const result = {
     plan: { n: N, reps: REPS, interleaved: true, portMappings: 'one port, tcp and udp' },
@@ -208,13 +164,13 @@ try {
     setup: {
       directP50Ms: median(setup.direct),
       agentP50Ms: median(setup.agent),
-      ratio: bootstrapRatio(setup.agent, setup.direct),
+      ratio: bootstrapRatio(setup.agent, setup.direct, { paired: true }),
       samples: setup,
     },
     teardown: {
       directP50Ms: median(teardown.direct),
       agentP50Ms: median(teardown.agent),
-      ratio: bootstrapRatio(teardown.agent, teardown.direct, 4000, 2),
+      ratio: bootstrapRatio(teardown.agent, teardown.direct, { paired: true, seed: 2 }),
       samples: teardown,
     },
     pluginCost: { ...costInterval, samples: costs },
@@ -242,10 +198,7 @@ try {
   for (const d of drivers) await d.stop().catch(() => undefined);
   await stopAgent?.().catch(() => undefined);
   // go-cni cannot move libcni's cache: remove what these ids left in the host's.
-  const left = (await readdir(LIBCNI_RESULTS).catch(() => [] as string[])).filter((f) =>
-    f.includes(prefix),
-  );
-  await Promise.all(left.map((f) => rm(join(LIBCNI_RESULTS, f), { force: true })));
+  await removeLibcniCache(ids, hadLibcniDirs);
   await lab.dispose();
   await tmp.remove();
 }

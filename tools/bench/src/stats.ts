@@ -11,12 +11,12 @@ export interface Summary {
 export function summarize(runs: readonly number[]): Summary {
   if (runs.length === 0) throw new Error('no runs to summarize');
   const sorted = [...runs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  const median =
-    sorted.length % 2 === 1
-      ? (sorted[mid] as number)
-      : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-  return { runs, median, min: sorted[0] as number, max: sorted[sorted.length - 1] as number };
+  return {
+    runs,
+    median: median(runs),
+    min: sorted[0] as number,
+    max: sorted[sorted.length - 1] as number,
+  };
 }
 
 /** How many times faster `fast` is than `slow`, by medians. */
@@ -62,6 +62,20 @@ export function phaseStats(
   };
 }
 
+/**
+ * The median of `values` (the mean of the two middle ones for an even count), NaN ignored; NaN
+ * when nothing is left. Every p50 the benchmarks print and every ratio they compute is this one,
+ * so that a table's ratio is its own p50s divided.
+ */
+export function median(values: readonly number[]): number {
+  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 === 1
+    ? (v[mid] as number)
+    : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
+}
+
 /** A ratio with its bootstrap 95% interval. */
 export interface RatioInterval {
   readonly ratio: number;
@@ -69,36 +83,101 @@ export interface RatioInterval {
   readonly hi: number;
 }
 
+export interface BootstrapOptions {
+  /** Resamplings; default 4000. */
+  readonly iterations?: number;
+  /** Seed of the resampling's random numbers (the same samples give the same interval). */
+  readonly seed?: number;
+  /**
+   * `a[i]` and `b[i]` were measured together (interleaved, on the same node state): resample the
+   * pairs, keeping each together, so that the machine's drift, which moves both, cancels out.
+   * Pairs with a NaN on either side (a failed operation) are left out. Otherwise the two sets are
+   * resampled independently.
+   */
+  readonly paired?: boolean;
+}
+
 /**
- * p50(`a`) / p50(`b`) with a percentile-bootstrap 95% interval: both sample sets resampled with
- * replacement `iterations` times, the ratio of their medians each time, the 2.5th and 97.5th
- * percentiles of those ratios.
+ * median(`a`) / median(`b`) with a percentile-bootstrap 95% interval: the samples resampled with
+ * replacement `iterations` times (as pairs when `paired`), the ratio of the medians each time,
+ * the 2.5th and 97.5th percentiles of those ratios.
  */
 export function bootstrapRatio(
   a: readonly number[],
   b: readonly number[],
-  iterations = 4000,
-  seed = 1,
+  options: BootstrapOptions = {},
 ): RatioInterval {
-  if (a.length === 0 || b.length === 0) throw new Error('no samples');
+  const { iterations = 4000, seed = 1, paired = false } = options;
+  let xs = a.filter((x) => !Number.isNaN(x));
+  let ys = b.filter((y) => !Number.isNaN(y));
+  if (paired) {
+    if (a.length !== b.length)
+      throw new Error(`paired samples differ in length: ${a.length} and ${b.length}`);
+    const kept = a.flatMap((x, i) => (Number.isNaN(x) || Number.isNaN(b[i] as number) ? [] : [i]));
+    xs = kept.map((i) => a[i] as number);
+    ys = kept.map((i) => b[i] as number);
+  }
+  if (xs.length === 0 || ys.length === 0) throw new Error('no samples');
   const random = seeded(seed);
-  const median = (v: readonly number[]) => summarize(v).median;
-  const resample = (v: readonly number[]) =>
-    v.map(() => v[Math.floor(random() * v.length)] as number);
+  const pick = (n: number) => Math.floor(random() * n);
+  // Resamples into typed arrays: their sort is numeric and many times faster than an array's.
+  const rx = new Float64Array(xs.length);
+  const ry = new Float64Array(ys.length);
+  const mid = (v: Float64Array) => {
+    v.sort();
+    const m = Math.floor(v.length / 2);
+    return v.length % 2 === 1 ? (v[m] as number) : ((v[m - 1] as number) + (v[m] as number)) / 2;
+  };
   const ratios: number[] = [];
-  for (let i = 0; i < iterations; i++) ratios.push(median(resample(a)) / median(resample(b)));
+  for (let k = 0; k < iterations; k++) {
+    if (paired) {
+      for (let j = 0; j < xs.length; j++) {
+        const i = pick(xs.length);
+        rx[j] = xs[i] as number;
+        ry[j] = ys[i] as number;
+      }
+    } else {
+      for (let j = 0; j < xs.length; j++) rx[j] = xs[pick(xs.length)] as number;
+      for (let j = 0; j < ys.length; j++) ry[j] = ys[pick(ys.length)] as number;
+    }
+    ratios.push(mid(rx) / mid(ry));
+  }
   ratios.sort((x, y) => x - y);
   const at = (q: number) =>
     ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))] as number;
-  return { ratio: median(a) / median(b), lo: at(0.025), hi: at(0.975) };
+  return { ratio: median(xs) / median(ys), lo: at(0.025), hi: at(0.975) };
 }
 
 /** The median of `values` with a percentile-bootstrap 95% interval. */
 export function bootstrapMedian(
   values: readonly number[],
-  iterations = 4000,
-  seed = 1,
+  options: Omit<BootstrapOptions, 'paired'> = {},
 ): { readonly median: number; readonly lo: number; readonly hi: number } {
-  const r = bootstrapRatio(values, [1], iterations, seed);
+  const r = bootstrapRatio(values, [1], options);
   return { median: r.ratio, lo: r.lo, hi: r.hi };
+}
+
+/** Which side of a goal a figure must be on: at most `limit`, or at least. */
+export interface Bound {
+  readonly at: 'most' | 'least';
+  readonly limit: number;
+}
+
+/**
+ * A goal's verdict from an interval (a single measurement is the interval [v, v]): `met` only
+ * when the whole interval is on the goal's side, `missed` when the whole of it is on the other,
+ * `undecided` when it straddles the limit (the run cannot tell; it is not met).
+ */
+export type Verdict = 'met' | 'missed' | 'undecided';
+
+export function verdict(
+  interval: { readonly lo: number; readonly hi: number },
+  bound: Bound,
+): Verdict {
+  const { lo, hi } = interval;
+  if (Number.isNaN(lo) || Number.isNaN(hi)) return 'undecided';
+  const inside = (v: number) => (bound.at === 'most' ? v <= bound.limit : v >= bound.limit);
+  if (inside(lo) && inside(hi)) return 'met';
+  if (!inside(lo) && !inside(hi)) return 'missed';
+  return 'undecided';
 }

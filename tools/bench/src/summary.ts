@@ -1,18 +1,66 @@
-// The suite's results as the report reads them: what each scenario recorded, and a phase's p50,
-// p95 and counts whoever ran it (allocnet's raw samples or the peer's aggregate).
-import type { PeerPhase, PeerResult } from './contenders.js';
+// The suite's results as it records them (every raw sample, in the order taken) and the figures
+// the report reads from them. Pure: the tests give results directly.
 import type { BenchEnvironment } from './env.js';
-import type { InnerResult, PhaseSamples } from './samples.js';
-import { percentile } from './stats.js';
+import type { LeakShape, ReapMethod } from './reap.js';
+import { bootstrapMedian, bootstrapRatio, median, percentile } from './stats.js';
+import type { RatioInterval } from './stats.js';
 
 export type Contender = 'floor' | 'peer' | 'allocnet-lib' | 'allocnet-agent';
 
-export interface SequentialRun {
-  readonly rep: number;
-  readonly contender: Contender;
-  readonly result: InnerResult | PeerResult;
+/** The contenders in the order of the tables; the interleaving's first round starts with the agent. */
+export const CONTENDERS: readonly Contender[] = ['floor', 'peer', 'allocnet-lib', 'allocnet-agent'];
+export const INTERLEAVING: readonly Contender[] = [
+  'allocnet-agent',
+  'peer',
+  'floor',
+  'allocnet-lib',
+];
+
+/**
+ * One contender's operations in an interleaved phase: sample k was taken in round k, beside
+ * every other contender's sample k, on the same node state; NaN where the operation failed.
+ */
+export interface ContenderSamples {
+  readonly setupMs: readonly number[];
+  readonly teardownMs: readonly number[];
+  /** Each failed operation's message. */
+  readonly failures: readonly string[];
+  /** ADD attempts beyond the first, over the setups. */
+  readonly retries: number;
 }
-export type ConcurrentRun = SequentialRun;
+
+/** The sequential scenario: `reps` × `n` rounds of one setup per contender, then as many teardowns. */
+export interface SequentialRun {
+  readonly n: number;
+  readonly reps: number;
+  readonly samples: Readonly<Record<Contender, ContenderSamples>>;
+}
+
+/** One contender's batch of the concurrent scenario: `n` setups `width` at a time on a fresh node. */
+export interface ConcurrentBatch {
+  readonly round: number;
+  readonly contender: Contender;
+  /** Each successful setup's time. */
+  readonly setupMs: readonly number[];
+  readonly failures: readonly string[];
+  readonly retries: number;
+  /** From the first setup's start to the last one's end, timed by the suite for every contender. */
+  readonly totalMs: number;
+}
+
+export interface ConcurrentRun {
+  readonly n: number;
+  readonly width: number;
+  readonly rounds: number;
+  readonly batches: readonly ConcurrentBatch[];
+}
+
+/** Setups, CHECKs and teardowns of a few allocations of the floor or the library on the scale node. */
+export interface InnerSamples {
+  readonly setupMs: readonly number[];
+  readonly checkMs: readonly number[];
+  readonly teardownMs: readonly number[];
+}
 
 export interface ScaleRun {
   readonly live: number;
@@ -21,102 +69,140 @@ export interface ScaleRun {
   readonly setupMs: readonly number[];
   /** Teardown i was made with live - i allocations live. */
   readonly teardownMs: readonly number[];
+  /** The agent's RSS with `live` allocations, before the restart. */
   readonly rssMiB: number;
+  /** Its RSS after the restart, once its restore finished. */
   readonly rssAfterRestoreMiB: number;
   readonly cpuSecondsPerSetup: number;
   readonly restart: {
+    /** From the spawn to the first answered ListAllocNetworks. */
+    readonly spawnToFirstAnswerMs: number;
+    /** How many allocations that first answer listed. */
+    readonly listedAtFirstAnswer: number;
+    /** From the spawn to the agent's `restore finished` log line. */
+    readonly spawnToRestoreFinishedMs: number;
+    /** From the spawn to its ready file. */
     readonly spawnToReadyMs: number;
+    /** The restore's own duration, as the agent logs it. */
     readonly restoreMs: number;
     readonly kept: number;
     readonly recreated: number;
     readonly failed: number;
   };
-  /** The floor (each plugin exec'd directly), 10 setups and teardowns on the same node, empty and with `live` allocations. */
+  /** The floor (each plugin exec'd directly) on the same node, empty and with `live` allocations. */
   readonly floor: { readonly empty: InnerSamples; readonly full: InnerSamples };
-  /** allocnet-lib the same way on the same node, for its CHECK (what a restore runs). */
-  readonly lib?: { readonly empty: InnerSamples; readonly full: InnerSamples };
+  /** allocnet-lib the same way, for its CHECK (what a restore runs). */
+  readonly lib: { readonly empty: InnerSamples; readonly full: InnerSamples };
 }
 
-/** Setups, CHECKs (absent in runs before CHECK was measured) and teardowns of 10 allocations. */
-export interface InnerSamples {
-  readonly setupMs: readonly number[];
-  readonly checkMs?: readonly number[];
-  readonly teardownMs: readonly number[];
+/** Every reap of one case, in milliseconds. */
+export interface ReapCase {
+  readonly method: ReapMethod;
+  readonly shape: LeakShape;
+  readonly allocs: number;
+  readonly runsMs: readonly number[];
 }
 
 export interface ReapRun {
-  readonly allocs: number;
-  readonly nomadAllocs: number;
-  readonly allocnetMs: number;
-  readonly nomadMs: number;
+  readonly cases: readonly ReapCase[];
 }
 
 export interface SuiteResults {
   readonly command: string;
   readonly environment: BenchEnvironment;
   readonly plan: unknown;
-  readonly sequential: readonly SequentialRun[];
-  readonly concurrent: readonly ConcurrentRun[];
+  readonly sequential: SequentialRun | undefined;
+  readonly concurrent: ConcurrentRun | undefined;
   readonly scale: ScaleRun | undefined;
   readonly reap: ReapRun | undefined;
   readonly durationS: number;
 }
 
-export const CONTENDERS: readonly Contender[] = ['floor', 'peer', 'allocnet-lib', 'allocnet-agent'];
+const ok = (v: readonly number[]) => v.filter((x) => !Number.isNaN(x));
 
-export function isPeer(r: InnerResult | PeerResult): r is PeerResult {
-  return 'remove' in r;
+/** p50 (the median: the one every ratio divides) and p95 (nearest rank) of the successful samples. */
+export function p50p95(samples: readonly number[]): { readonly p50: number; readonly p95: number } {
+  const v = ok(samples);
+  return { p50: median(v), p95: v.length === 0 ? Number.NaN : percentile(v, 95) };
 }
 
-/** p50, p95 and counts of one phase, whoever ran it. */
-export interface PhaseSummary {
-  readonly p50: number;
-  readonly p95: number;
-  readonly ok: number;
-  readonly failed: number;
-  readonly retries: number;
-  readonly totalMs: number;
+export type Phase = 'setup' | 'teardown';
+
+const phaseSamples = (s: ContenderSamples, phase: Phase) =>
+  phase === 'setup' ? s.setupMs : s.teardownMs;
+
+/**
+ * p50(`c`) / p50(`vs`) over the interleaved rounds, with its paired bootstrap 95% interval. A
+ * round where either failed is left out of both, so with no failures the ratio is the table's two
+ * p50s divided.
+ */
+export function sequentialRatio(
+  run: SequentialRun,
+  c: Contender,
+  vs: Contender,
+  phase: Phase,
+): RatioInterval {
+  return bootstrapRatio(phaseSamples(run.samples[c], phase), phaseSamples(run.samples[vs], phase), {
+    paired: true,
+    seed: phase === 'setup' ? 11 : 13,
+  });
 }
 
-export function summarizePhase(phase: PhaseSamples | PeerPhase): PhaseSummary {
-  if ('samplesMs' in phase)
-    return {
-      p50: phase.samplesMs.length === 0 ? Number.NaN : percentile(phase.samplesMs, 50),
-      p95: phase.samplesMs.length === 0 ? Number.NaN : percentile(phase.samplesMs, 95),
-      ok: phase.samplesMs.length,
-      failed: phase.failures.length,
-      retries: phase.retries,
-      totalMs: phase.totalMs,
-    };
+export function sequentialStats(run: SequentialRun, c: Contender, phase: Phase) {
+  return p50p95(phaseSamples(run.samples[c], phase));
+}
+
+/** Successful setups per second of each batch of `c`, by round. */
+export function throughputs(run: ConcurrentRun, c: Contender): number[] {
+  const out: number[] = new Array<number>(run.rounds).fill(Number.NaN);
+  for (const b of run.batches)
+    if (b.contender === c) out[b.round] = b.setupMs.length / (b.totalMs / 1000);
+  return out;
+}
+
+export function concurrentRow(run: ConcurrentRun, c: Contender) {
+  const mine = run.batches.filter((b) => b.contender === c);
   return {
-    p50: phase.p50Ms,
-    p95: phase.p95Ms,
-    ok: phase.ok,
-    failed: phase.failed,
-    retries: phase.retriedOps ?? 0,
-    totalMs: phase.totalMs,
+    contender: c,
+    failed: mine.reduce((n, b) => n + b.failures.length, 0),
+    retries: mine.reduce((n, b) => n + b.retries, 0),
+    attempted: mine.reduce((n, b) => n + b.setupMs.length + b.failures.length, 0),
+    throughput: median(throughputs(run, c)),
+    p50: median(mine.flatMap((b) => b.setupMs)),
   };
 }
 
-export function phases(r: InnerResult | PeerResult): {
-  setup: PhaseSummary;
-  teardown: PhaseSummary;
-} {
-  return isPeer(r)
-    ? { setup: summarizePhase(r.setup), teardown: summarizePhase(r.remove) }
-    : { setup: summarizePhase(r.setup), teardown: summarizePhase(r.teardown) };
+/** The agent's setups/s over `vs`'s, paired by round, with its bootstrap 95% interval. */
+export function throughputRatio(run: ConcurrentRun, c: Contender, vs: Contender): RatioInterval {
+  return bootstrapRatio(throughputs(run, c), throughputs(run, vs), { paired: true, seed: 17 });
 }
 
-export function median(values: readonly number[]): number {
-  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 === 1
-    ? (v[mid] as number)
-    : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
+export function windowSamples(samples: readonly number[], from: number, to: number): number[] {
+  return samples.slice(from, to);
 }
 
 export function windowP50(samples: readonly number[], from: number, to: number): number {
-  const slice = samples.slice(from, to);
-  return slice.length === 0 ? Number.NaN : percentile(slice, 50);
+  return median(windowSamples(samples, from, to));
+}
+
+/** The scale scenario's windows: setups at 1..w and live-w+1..live; teardowns the other way round. */
+export function scaleWindows(s: ScaleRun) {
+  const w = s.window;
+  return {
+    setupLow: windowSamples(s.setupMs, 0, w),
+    setupHigh: windowSamples(s.setupMs, s.live - w, s.live),
+    // Teardowns run from `live` allocations down to one: the first window is at the high count.
+    teardownHigh: windowSamples(s.teardownMs, 0, w),
+    teardownLow: windowSamples(s.teardownMs, s.live - w, s.live),
+  };
+}
+
+/** p50 at the high window over p50 at the low one, with an (unpaired) bootstrap 95% interval. */
+export function growth(high: readonly number[], low: readonly number[]): RatioInterval {
+  return bootstrapRatio(high, low, { seed: 19 });
+}
+
+/** A reap case's median with its bootstrap 95% interval over the reps. */
+export function reapMedian(c: ReapCase) {
+  return bootstrapMedian(c.runsMs, { seed: 23 });
 }
