@@ -10,7 +10,8 @@
 //
 // Concurrency: a sweep takes no lock. Other allocations' plugins (and other sweeps) change
 // iptables while it runs; a restore that deletes a rule someone else just removed, or a chain
-// someone just jumped to, fails whole (nothing of that family is applied) and `sweep` looks again.
+// someone just jumped to, fails (nothing of that table is applied; a table before it in the
+// batch may have been) and `sweep` looks again.
 // Files need no lock: see `removeReservation` (ipam.ts) and the runner's one-operation-per-
 // allocation rule. Only teardown.ts and leaks.ts use this module.
 import { join } from 'node:path';
@@ -277,7 +278,10 @@ export async function apply(
       for (const c of chains) batch.deleteChain(c.table, c.chain);
       if (batch.size === 0) return;
       try {
-        await deps.iptables[family].restore(batch, call);
+        // Each table all or nothing, not the batch: a sweep that failed plans again from a
+        // fresh scan, so a table that committed before a later one failed is simply done. That
+        // spares the two iptables-save runs a rollback snapshot of nat and filter costs.
+        await deps.iptables[family].restore(batch, { ...call, perTable: true });
       } catch (error) {
         if (isIptablesError(error) && error.code === 'aborted') throw error;
         failed.set(family, error instanceof Error ? error : new Error(messageOf(error)));

@@ -227,7 +227,10 @@ export interface IptablesState {
   readonly family: Iptables['family'];
   /** The sweep's scan and the host prerequisites (with `lines`, only lines kept are parsed). */
   readonly save: Iptables['save'];
-  /** The sweep's removals and the host prerequisites: one batch, all or nothing. */
+  /**
+   * The sweep's removals (each table all or nothing: `perTable`) and the host prerequisites (one
+   * batch, all or nothing).
+   */
   readonly restore: Iptables['restore'];
   /** CHECK and the teardown audit read single chains (`not-found`: no such chain). */
   readonly listRules: Iptables['listRules'];

@@ -17,6 +17,11 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
+/** `restore`'s options: a cancel signal, and whether only each table is all or nothing. */
+export type RestoreOptions = CallOptions & {
+  readonly perTable?: boolean;
+};
+
 /** `save`'s options: a cancel signal, one table or all, and a filter over lines (see `parseIptablesSave`). */
 export type SaveOptions = CallOptions & {
   readonly table?: Table;

@@ -1,6 +1,6 @@
 export { createIptables } from './iptables.js';
 export type { Iptables, IptablesOptions } from './iptables.js';
-export type { CallOptions, SaveOptions } from './commands.js';
+export type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';
 export type { BatchOp, RestoreBlock, RestoreInput } from './batch.js';
 export { IptablesError, isIptablesError } from './errors.js';

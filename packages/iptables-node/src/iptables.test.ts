@@ -390,6 +390,27 @@ describe('restore', () => {
     ]);
   });
 
+  it('with perTable, reads no snapshot and leaves a table that committed before a later one failed', async () => {
+    const { exec, ipt } = setup();
+    exec.reply(
+      exit(
+        1,
+        'iptables-restore: line 6 failed: Bad rule (does a matching rule exist in that chain?).\n',
+      ),
+    );
+    const batch = createBatch()
+      .newChain('filter', 'TESTA')
+      .insert('filter', 'FORWARD', ['-j', 'TESTA'])
+      .delete('nat', 'POSTROUTING', ['-s', '9.9.9.9/32', '-j', 'ACCEPT']);
+    const error = await caught(ipt.restore(batch, { perTable: true }));
+    expect(error).toMatchObject({ code: 'not-found', line: 6 });
+    // One process: no iptables-save before, none to put filter back after.
+    expect(exec.calls.map((c) => c.argv)).toEqual([['iptables-restore', '--noflush', '--wait']]);
+    expect(exec.calls[0]?.input).toBe(
+      '*filter\n-N TESTA\n-I FORWARD -j TESTA\nCOMMIT\n*nat\n-D POSTROUTING -s 9.9.9.9/32 -j ACCEPT\nCOMMIT\n',
+    );
+  });
+
   it('does not touch an earlier table when the failure is in the first one', async () => {
     const { exec, ipt } = setup();
     exec.reply(

@@ -41,11 +41,17 @@ async function saveTables(
   return saved;
 }
 
-/** Applies `ops` with one iptables-restore; throws `IptablesError` after putting tables back. */
+/**
+ * Applies `ops` with one iptables-restore; throws `IptablesError` after putting tables back.
+ * With `perTable`, each table is its own all-or-nothing transaction and a table that committed
+ * before a later one failed stays committed: no snapshot is read first (two iptables-save runs
+ * fewer for a batch over nat and filter), for callers that look again after a failure.
+ */
 export async function restoreOps(
   commands: Commands,
   ops: readonly BatchOp[],
   call: CallOptions | undefined,
+  perTable = false,
 ): Promise<void> {
   const input = formatRestoreInput(ops);
   if (input.blocks.length === 0) return;
@@ -54,7 +60,7 @@ export async function restoreOps(
   // as they are, to put back those that committed before a later one failed. One table is one
   // transaction and needs no snapshot.
   const before =
-    input.blocks.length < 2
+    input.blocks.length < 2 || perTable
       ? undefined
       : await saveTables(
           commands,
