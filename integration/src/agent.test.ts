@@ -8,30 +8,22 @@ import { spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { agentTarget, createAllocNetworkClient, unary } from '@allocnet/proto';
 import type { AllocNetworkServiceClient, SetupAllocNetworkRequest } from '@allocnet/proto';
-import { echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
+import { echo, startEchoServer } from '@allocnet/testns';
 import {
   AGENT_MAIN,
-  PLUGIN_DIR,
-  createAgentHost,
   healthCheck,
   httpGet,
   outcome,
+  PLUGIN_DIR,
   reflectServices,
+  useAgentHost,
 } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
 
 let host: AgentHost;
 
-beforeAll(async () => {
-  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`]);
-});
-
-beforeEach(async () => {
-  host = await createAgentHost();
-});
-
-afterEach(async () => {
-  await host.dispose();
+useAgentHost((made) => {
+  host = made;
 });
 
 let seq = 0;

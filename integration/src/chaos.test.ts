@@ -18,8 +18,8 @@ import { readFile, readdir } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { isServiceError, unary } from '@allocnet/proto';
 import type { AllocNetworkServiceClient } from '@allocnet/proto';
-import { requireNetworkTestHost, seeded } from '@allocnet/testns';
-import { PLUGIN_DIR, createAgentHost } from './fixtures/agent-host.js';
+import { seeded } from '@allocnet/testns';
+import { useAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost, AgentProcess } from './fixtures/agent-host.js';
 
 const SEED = Number(process.env.ALLOCNET_CHAOS_SEED ?? '1601');
@@ -28,16 +28,8 @@ const OPS = 100;
 
 let host: AgentHost;
 
-beforeAll(async () => {
-  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`]);
-});
-
-beforeEach(async () => {
-  host = await createAgentHost();
-});
-
-afterEach(async () => {
-  await host.dispose();
+useAgentHost((made) => {
+  host = made;
 });
 
 /** Parent pid of every process now. */

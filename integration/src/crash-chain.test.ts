@@ -12,8 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { allocChains } from '@allocnet/cni-configurator';
 import { unary } from '@allocnet/proto';
-import { requireNetworkTestHost } from '@allocnet/testns';
-import { PLUGIN_DIR, createAgentHost, outcome } from './fixtures/agent-host.js';
+import { outcome, PLUGIN_DIR, useAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost, AgentProcess } from './fixtures/agent-host.js';
 
 const NETWORK = 'crashnet';
@@ -29,16 +28,8 @@ const NO_LEAKS = {
 
 let host: AgentHost;
 
-beforeAll(async () => {
-  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`]);
-});
-
-beforeEach(async () => {
-  host = await createAgentHost();
-});
-
-afterEach(async () => {
-  await host.dispose();
+useAgentHost((made) => {
+  host = made;
 });
 
 /** Whether a process is alive: there, and not a zombie. */

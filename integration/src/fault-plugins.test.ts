@@ -6,22 +6,13 @@
 import { chmod, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unary } from '@allocnet/proto';
-import { requireNetworkTestHost } from '@allocnet/testns';
-import { PLUGIN_DIR, createAgentHost, outcome } from './fixtures/agent-host.js';
+import { outcome, PLUGIN_DIR, useAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
 
 let host: AgentHost;
 
-beforeAll(async () => {
-  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`]);
-});
-
-beforeEach(async () => {
-  host = await createAgentHost();
-});
-
-afterEach(async () => {
-  await host.dispose();
+useAgentHost((made) => {
+  host = made;
 });
 
 /** Whether a process is alive: there, and not a zombie. */

@@ -7,8 +7,7 @@
 // containernetworking-plugins; never touches the root network namespace.
 import { execa } from 'execa';
 import { unary } from '@allocnet/proto';
-import { requireNetworkTestHost } from '@allocnet/testns';
-import { CLI_MAIN, PLUGIN_DIR, createAgentHost } from './fixtures/agent-host.js';
+import { CLI_MAIN, useAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
 
 const LIVE = '00000000-0000-4000-8000-00000000001a';
@@ -18,16 +17,8 @@ const CLEAN =
 
 let host: AgentHost;
 
-beforeAll(async () => {
-  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`]);
-});
-
-beforeEach(async () => {
-  host = await createAgentHost();
-});
-
-afterEach(async () => {
-  await host.dispose();
+useAgentHost((made) => {
+  host = made;
 });
 
 function cli(...args: string[]) {
