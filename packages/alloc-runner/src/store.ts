@@ -117,6 +117,19 @@ async function writeErrorOf(error: unknown): Promise<unknown> {
   }
 }
 
+/** What `health().problem` says of a full data dir; `detail` is the write error's message. */
+export function noSpaceProblem(dataDir: string, detail: string): string {
+  return `the data dir "${dataDir}" has no space left (${detail})`;
+}
+
+/** The `store-full` error of a write (`what`) the full data dir refused. */
+export function storeFullError(what: string, problem: string, cause?: unknown): RunnerError {
+  return new RunnerError(
+    `${what} failed: ${problem}; nothing was changed, and writes work again once space is freed there`,
+    { code: 'store-full', ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
 /** Whether a write failed because the filesystem is full or over quota. */
 export function isNoSpace(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
@@ -200,10 +213,9 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
       const error = await writeErrorOf(thrown);
       if (!isNoSpace(error)) throw storeError(`${what} failed: ${messageOf(error)}`, error);
       writeFailures++;
-      const problem = `the data dir "${options.dataDir}" has no space left (${messageOf(error)})`;
+      const problem = noSpaceProblem(options.dataDir, messageOf(error));
       full ??= { problem, sinceMs: now() };
-      const message = `${what} failed: ${problem}; nothing was changed, and writes work again once space is freed there`;
-      throw new RunnerError(message, { code: 'store-full', cause: error });
+      throw storeFullError(what, problem, error);
     }
     full = undefined;
   };

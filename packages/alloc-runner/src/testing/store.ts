@@ -1,4 +1,5 @@
-import { RunnerError, kindOf } from '../errors.js';
+import { kindOf } from '../errors.js';
+import { noSpaceProblem, storeFullError } from '../store.js';
 import type { RunnerStore, StoreHealth } from '../store.js';
 
 /** A real store whose data dir can be made full: its writes then fail as on a full disk. */
@@ -17,12 +18,9 @@ export function fillable(real: RunnerStore, dataDir: string): FillableStore {
   const write = async (what: string, op: () => Promise<void>): Promise<void> => {
     if (store.full) {
       writeFailures++;
-      const problem = `the data dir "${dataDir}" has no space left (No space left on device)`;
+      const problem = noSpaceProblem(dataDir, 'No space left on device');
       since ??= { problem, sinceMs: 0 };
-      throw new RunnerError(
-        `${what} failed: ${problem}; nothing was changed, and writes work again once space is freed there`,
-        { code: 'store-full' },
-      );
+      throw storeFullError(what, problem);
     }
     await op();
     since = undefined;
