@@ -1,4 +1,4 @@
-export { createCniRuntime } from './runtime.js';
+export { DEFAULT_CONCURRENT_TYPES, createCniRuntime } from './runtime.js';
 export type { CniRuntime, CniRuntimeOptions } from './runtime.js';
 export type { AddResult, GcReport } from './verbs.js';
 export type { Attachment } from './attachment.js';

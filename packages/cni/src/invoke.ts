@@ -52,6 +52,33 @@ export interface InvokerOptions {
   /** The environment plugins start from. */
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly logger: Logger;
+  /**
+   * Plugin types that run side by side when they follow each other in a chain (`concurrentGroups`).
+   * Each must hand on its prevResult unchanged and touch state none of the others does.
+   */
+  readonly concurrentTypes: ReadonlySet<string>;
+}
+
+/**
+ * The chain cut into the groups `runChain` runs: each a run of consecutive steps, all of types in
+ * `types` (then they run side by side: each gets the same prevResult and hands it on unchanged),
+ * or a single step. Indices into `steps`, in order.
+ */
+export function concurrentGroups(steps: readonly Step[], types: ReadonlySet<string>): number[][] {
+  const groups: number[][] = [];
+  steps.forEach((step, i) => {
+    const last = groups.at(-1);
+    const previous = steps[i - 1];
+    if (
+      last !== undefined &&
+      previous !== undefined &&
+      types.has(previous.plugin.type) &&
+      types.has(step.plugin.type)
+    )
+      last.push(i);
+    else groups.push([i]);
+  });
+  return groups;
 }
 
 export interface Invoker {
@@ -69,12 +96,14 @@ export interface Invoker {
     call: CallOptions | undefined,
   ): Promise<string>;
   /**
-   * Runs `steps` one after another. Every plugin's process is started early and waits for its
-   * stdin, so nothing happens out of order: the first before `before` runs, the rest right after
-   * the first gets its stdin, while it works. Process start-up (a fork of this process, then the
-   * plugin's own runtime init) thus happens during the cheap first plugin (loopback, in most
-   * chains) instead of during the expensive ones. `stdinAt(i)` is asked only when step i is about
-   * to get its stdin, after step i - 1 finished. Stops at the first failure, cancelling the
+   * Runs `steps` one after another, except that consecutive plugins of the `concurrentTypes`
+   * run side by side (`concurrentGroups`). Every plugin's process is started early and waits for
+   * its stdin, so nothing happens out of order: the first before `before` runs, the rest right
+   * after the first gets its stdin, while it works. Process start-up (a fork of this process,
+   * then the plugin's own runtime init) thus happens during the cheap first plugin (loopback, in
+   * most chains) instead of during the expensive ones. `stdinAt(i)` is asked only when step i is
+   * about to get its stdin, after the group before it finished; `onOutput` is told in chain order.
+   * Stops at the first failure (in chain order, once its whole group has exited), cancelling the
    * processes that never got their stdin.
    */
   runChain(
@@ -179,21 +208,31 @@ export function createInvoker(options: InvokerOptions): Invoker {
       let done = 0;
       try {
         await before();
-        for (let i = 0; i < steps.length; i++) {
-          const running = finish(
-            started[i] as StartedPlugin,
-            steps[i] as Step,
-            verb,
-            stdinAt(i),
-            containerId,
-          );
-          started[i] = undefined;
-          if (i === 0)
-            for (let j = 1; j < steps.length; j++)
-              started[j] = start(steps[j] as Step, environment, call);
-          onOutput(i, await running);
-          done = i + 1;
-          call?.onPluginDone?.((steps[i] as Step).plugin.type);
+        for (const group of concurrentGroups(steps, options.concurrentTypes)) {
+          const running = group.map((i) => {
+            const out = finish(
+              started[i] as StartedPlugin,
+              steps[i] as Step,
+              verb,
+              stdinAt(i),
+              containerId,
+            );
+            started[i] = undefined;
+            if (i === 0)
+              for (let j = 1; j < steps.length; j++)
+                started[j] = start(steps[j] as Step, environment, call);
+            return out;
+          });
+          // Every plugin of the group exits before the first failure is thrown: none is left
+          // running behind the caller's back.
+          const settled = await Promise.allSettled(running);
+          for (const [k, outcome] of settled.entries()) {
+            const i = group[k] as number;
+            if (outcome.status === 'rejected') throw outcome.reason;
+            onOutput(i, outcome.value);
+            done = i + 1;
+            call?.onPluginDone?.((steps[i] as Step).plugin.type);
+          }
         }
       } catch (error) {
         for (const waiting of started.slice(done)) waiting?.cancel();

@@ -60,13 +60,39 @@ function network(
   });
 }
 
-function runtime(options: { exec?: PluginExec; timeoutMs?: number } = {}): CniRuntime {
+function runtime(
+  options: { exec?: PluginExec; timeoutMs?: number; concurrentTypes?: ReadonlySet<string> } = {},
+): CniRuntime {
   return createCniRuntime({
     pluginDirs: [plugins],
     cacheDir,
     env: { PATH: process.env.PATH, FOO: 'bar', CNI_PATH: '/inherited', CNI_COMMAND: 'NOPE' },
     ...options,
   });
+}
+
+/** The real exec, logging `start`, `stdin` and `end` of each plugin run for `verb`. */
+function loggingExec(events: string[], verb: string): PluginExec {
+  const real = createNodePluginExec();
+  return {
+    start(request) {
+      const name = request.path.slice(request.path.lastIndexOf('/') + 1);
+      const cmd = request.env.CNI_COMMAND ?? '';
+      if (cmd === verb) events.push(`start ${name}`);
+      const started = real.start(request);
+      return {
+        cancel: () => {
+          started.cancel();
+        },
+        async run(stdin) {
+          if (cmd === verb) events.push(`stdin ${name}`);
+          const result = await started.run(stdin);
+          if (cmd === verb) events.push(`end ${name}`);
+          return result;
+        },
+      };
+    },
+  };
 }
 
 const envOf = (call: FakeCall | undefined) =>
@@ -358,27 +384,7 @@ describe('ADD', () => {
   it("starts the chain's processes while the first plugin runs, and gives each its stdin only in turn", async () => {
     await fakes(['a'], ['b'], ['c']);
     const events: string[] = [];
-    const real = createNodePluginExec();
-    const logging: PluginExec = {
-      start(request) {
-        const name = request.path.slice(request.path.lastIndexOf('/') + 1);
-        const cmd = request.env.CNI_COMMAND ?? '';
-        if (cmd === 'ADD') events.push(`start ${name}`);
-        const started = real.start(request);
-        return {
-          cancel: () => {
-            started.cancel();
-          },
-          async run(stdin) {
-            if (cmd === 'ADD') events.push(`stdin ${name}`);
-            const result = await started.run(stdin);
-            if (cmd === 'ADD') events.push(`end ${name}`);
-            return result;
-          },
-        };
-      },
-    };
-    await runtime({ exec: logging }).add(network(['a', 'b', 'c']), ATTACH);
+    await runtime({ exec: loggingExec(events, 'ADD') }).add(network(['a', 'b', 'c']), ATTACH);
     expect(events).toEqual([
       'start a',
       'stdin a',
@@ -390,6 +396,58 @@ describe('ADD', () => {
       'stdin c',
       'end c',
     ]);
+  });
+
+  it('runs consecutive plugins of the concurrent types side by side, each given the result before them', async () => {
+    const [, b, c] = await fakes(
+      ['a', { ADD: { result: RESULT } }],
+      ['b', { ADD: { delayMs: 300 } }],
+      ['c', { ADD: { delayMs: 300 } }],
+      ['d'],
+    );
+    const events: string[] = [];
+    const rt = runtime({ exec: loggingExec(events, 'ADD'), concurrentTypes: new Set(['b', 'c']) });
+    const out = await rt.add(network(['a', 'b', 'c', 'd']), ATTACH);
+    const stdinAt = (name: string) => events.indexOf(`stdin ${name}`);
+    const endAt = (name: string) => events.indexOf(`end ${name}`);
+    expect(stdinAt('c')).toBeLessThan(endAt('b'));
+    expect(stdinAt('b')).toBeLessThan(endAt('c'));
+    expect(stdinAt('b')).toBeGreaterThan(endAt('a'));
+    expect(stdinAt('d')).toBeGreaterThan(Math.max(endAt('b'), endAt('c')));
+    const prevOf = async (p: FakePlugin) =>
+      stdinOf((await p.calls()).find((x) => x.command === 'ADD')).prevResult;
+    expect(await prevOf(c as FakePlugin)).toEqual(await prevOf(b as FakePlugin));
+    expect(await prevOf(b as FakePlugin)).toEqual({ cniVersion: '1.0.0', ...RESULT });
+    expect(out.result.interfaces.map((i) => i.name)).toEqual(['br0', 'eth0']);
+  });
+
+  it('waits for the whole concurrent group before it throws the first failure, then undoes the chain', async () => {
+    const [a, b, c] = await fakes(
+      ['a', { ADD: { result: RESULT } }],
+      ['b', { ADD: { error: { code: 11, msg: 'try again' } } }],
+      ['c', { ADD: { delayMs: 300 } }],
+      ['d'],
+    );
+    const events: string[] = [];
+    const rt = runtime({ exec: loggingExec(events, 'ADD'), concurrentTypes: new Set(['b', 'c']) });
+    const error = await caught(rt.add(network(['a', 'b', 'c', 'd']), ATTACH));
+    expect(error).toMatchObject({ code: 'try-again-later', plugin: 'b' });
+    expect(events).toContain('end c');
+    expect(events).not.toContain('stdin d');
+    // The undo ran DEL over the whole chain; b and c side by side there too.
+    for (const p of [a, b, c] as FakePlugin[]) expect(await verbs(p)).toEqual(['ADD', 'DEL']);
+    expect(await rt.pendingAdds()).toEqual([]);
+  });
+
+  it('runs the concurrent group side by side on DEL, telling each plugin done in chain order', async () => {
+    await fakes(['a'], ['b', { DEL: { delayMs: 300 } }], ['c']);
+    const events: string[] = [];
+    const done: string[] = [];
+    const rt = runtime({ exec: loggingExec(events, 'DEL'), concurrentTypes: new Set(['b', 'c']) });
+    await rt.del(network(['a', 'b', 'c']), ATTACH, { onPluginDone: (type) => done.push(type) });
+    expect(events.indexOf('stdin b')).toBeLessThan(events.indexOf('end c'));
+    expect(events.indexOf('stdin a')).toBeGreaterThan(events.indexOf('end b'));
+    expect(done).toEqual(['c', 'b', 'a']);
   });
 
   it('writes the ADD-in-progress marker durably before the first plugin runs', async () => {

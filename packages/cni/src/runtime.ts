@@ -31,7 +31,22 @@ export interface CniRuntimeOptions {
   /** The environment plugins start from (the CNI_* variables are set over it). Default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly logger?: Logger;
+  /**
+   * Plugin types that run side by side when they follow each other in a chain. Default
+   * `DEFAULT_CONCURRENT_TYPES` (the firewall and portmap); an empty set runs every chain strictly
+   * in order.
+   */
+  readonly concurrentTypes?: ReadonlySet<string>;
 }
+
+/**
+ * The plugins that run side by side when consecutive: the firewall and portmap hand on their
+ * prevResult unchanged, and touch disjoint state (the filter table's CNI-FORWARD and admin
+ * chains, or firewalld; the nat table's CNI-HOSTPORT-* and CNI-DN-* chains and a sysctl), so in
+ * Nomad's bridge chain (loopback, bridge, firewall, portmap) the last two run at once, on ADD
+ * and on DEL.
+ */
+export const DEFAULT_CONCURRENT_TYPES: ReadonlySet<string> = new Set(['firewall', 'portmap']);
 
 export interface CniRuntime {
   readonly pluginDirs: readonly string[];
@@ -76,6 +91,7 @@ export function createCniRuntime(options: CniRuntimeOptions = {}): CniRuntime {
     timeoutMs: options.timeoutMs ?? 60_000,
     env: options.env ?? process.env,
     logger,
+    concurrentTypes: options.concurrentTypes ?? DEFAULT_CONCURRENT_TYPES,
   });
   const ctx: VerbContext = { cache, logger, invoker, negotiation: createNegotiation(invoker) };
 
