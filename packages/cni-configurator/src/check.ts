@@ -14,7 +14,7 @@ import type { ReadChain } from './chain-reader.js';
 import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, messageOf } from './errors.js';
-import { allocChains, dnatDestination, firewallSpecs, matchOption, sameSpec } from './marks.js';
+import { allocChains, dnatDestination, firewallSpecs, hasSpec, matchOption } from './marks.js';
 import { checkAllocId } from './spec.js';
 import type { AllocAttachment, AllocNetworking } from './types.js';
 
@@ -127,7 +127,7 @@ export async function checkFirewall(
       ),
     ];
     for (const [chain, spec] of expect)
-      if (!rulesOf(chain).some((r) => sameSpec(r.spec, spec)))
+      if (!hasSpec(rulesOf(chain), spec))
         return `a firewall rule is missing (${family}): -A ${chain} ${spec.map((w) => (/\s/.test(w) ? JSON.stringify(w) : w)).join(' ')}`;
   }
   return undefined;

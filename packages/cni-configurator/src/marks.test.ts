@@ -2,9 +2,12 @@ import { parseIptablesSave } from '@allocnet/iptables-node';
 import {
   allocChains,
   chainsOf,
+  firewallSpecs,
+  hasSpec,
   linesFirewallAbout,
   linesNotAbout,
   parseTag,
+  specKey,
   tagOf,
 } from './marks.js';
 
@@ -76,5 +79,37 @@ describe('linesFirewallAbout', () => {
       '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
       '-A CNI-FORWARD -s fd00::2/128 -j ACCEPT',
     ]);
+  });
+});
+
+describe('specKey and hasSpec', () => {
+  const rulesOf = (...lines: string[]) =>
+    parseIptablesSave(['*filter', ':CNI-FORWARD - [0:0]', ...lines, 'COMMIT'].join('\n'))[0]
+      ?.rules ?? [];
+
+  it('compares an address as an address, however it is written, and every other word exactly', () => {
+    expect(specKey(['-s', 'fd00:0:0::2/128', '-j', 'ACCEPT'])).toBe(
+      specKey(['-s', 'fd00::2/128', '-j', 'ACCEPT']),
+    );
+    expect(specKey(['-s', '172.26.64.2/32'])).not.toBe(specKey(['-s', '172.26.64.2/31']));
+    expect(specKey(['-s', '172.26.64.2/32'])).not.toBe(specKey(['-d', '172.26.64.2/32']));
+    expect(specKey(['-s', '::ffff:172.26.64.2/128'])).not.toBe(specKey(['-s', '172.26.64.2/32']));
+    // Not an address: kept as it is.
+    expect(specKey(['-s', '300.1.2.3/32'])).toBe(['-s', '300.1.2.3/32'].join('\0'));
+  });
+
+  it('finds the firewall rules of an address in a listing, and no other address', () => {
+    const rules = rulesOf(
+      '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+      '-A CNI-FORWARD -s fd00::2/128 -j ACCEPT',
+    );
+    expect(rules).toHaveLength(3);
+    for (const spec of firewallSpecs('172.26.64.2', 'ipv4'))
+      expect(hasSpec(rules, spec)).toBe(true);
+    expect(hasSpec(rules, firewallSpecs('172.26.64.20', 'ipv4')[1] ?? [])).toBe(false);
+    expect(hasSpec(rules, firewallSpecs('fd00:0::2', 'ipv6')[1] ?? [])).toBe(true);
+    expect(hasSpec(rules, firewallSpecs('fd00:0::2', 'ipv6')[0] ?? [])).toBe(false);
+    expect(hasSpec([], firewallSpecs('172.26.64.2', 'ipv4')[1] ?? [])).toBe(false);
   });
 });

@@ -30,6 +30,7 @@ import {
   firewallSpecs,
   isAllocChain,
   matchOption,
+  specKey,
   tagOf,
 } from './marks.js';
 import type { Tag } from './marks.js';
@@ -226,7 +227,7 @@ export function plan(found: Scan, selection: Selection): Plan {
     // in the rules (a filter per address made 1,000 leaks' reap quadratic: 1.1 s of 1.8 s).
     const bySpec = new Map<string, (typeof forward)[number][]>();
     for (const rule of forward) {
-      const key = rule.spec.join('\0');
+      const key = specKey(rule.spec);
       const same = bySpec.get(key);
       if (same === undefined) bySpec.set(key, [rule]);
       else same.push(rule);
@@ -249,7 +250,7 @@ export function plan(found: Scan, selection: Selection): Plan {
       const orphan = orphanAddresses.has(address);
       const keep = heldByOthers.has(address) && !orphan ? 1 : 0;
       for (const spec of firewallSpecs(address, family)) {
-        const copies = bySpec.get(spec.join('\0')) ?? [];
+        const copies = bySpec.get(specKey(spec)) ?? [];
         for (const rule of copies.slice(keep))
           rules.push({ family, rule, owner: orphan ? undefined : addresses.get(address) });
       }

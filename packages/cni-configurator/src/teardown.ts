@@ -18,7 +18,7 @@ import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
 import { listReservations, readReservation } from './ipam.js';
-import { allocChains, firewallSpecs, linesAbout, linesFirewallAbout, sameSpec } from './marks.js';
+import { allocChains, firewallSpecs, hasSpec, linesAbout, linesFirewallAbout } from './marks.js';
 import { EMPTY_PLAN, EMPTY_STATE, counts, isEmpty, joinStates } from './plan.js';
 import { checkAllocId } from './spec.js';
 import { plan, scan, sweep } from './sweep.js';
@@ -208,9 +208,7 @@ function auditProbes(
         ask: () =>
           ctx
             .readChain(family, 'filter', 'CNI-FORWARD', call)
-            .then((rules) =>
-              specs.some((spec) => (rules ?? []).some((r) => sameSpec(r.spec, spec))),
-            ),
+            .then((rules) => specs.some((spec) => hasSpec(rules ?? [], spec))),
       });
     }
   }

@@ -10,7 +10,7 @@ import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { restoreOps } from './restore.js';
 import type { Rule } from './rule.js';
-import { parseRuleListing } from './save.js';
+import { createRuleMemo, parseRuleListing } from './save.js';
 import type { Chain, SavedTable } from './save.js';
 import { checkChain, checkPosition, checkSpec, checkTable, netnsPath } from './validate.js';
 import type { Family, Table } from './validate.js';
@@ -127,10 +127,13 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
     checkTable(table),
   ];
 
+  // The same lines come back read after read (the shared chains): each is parsed once.
+  const memo = createRuleMemo();
+
   async function listing(table: Table, chain: string | undefined, call: CallOptions | undefined) {
     const argv = [...tableArgs(table), '-S', ...(chain === undefined ? [] : [checkChain(chain)])];
     const stdout = await commands.run(argv, call);
-    return commands.parsed(argv, () => parseRuleListing(table, stdout));
+    return commands.parsed(argv, () => parseRuleListing(table, stdout, memo));
   }
 
   return {

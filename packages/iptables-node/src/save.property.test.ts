@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { formatRestoreInput } from './batch.js';
 import { formatArg } from './quote.js';
 import type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
-import { SaveParseError, parseIptablesSave, parseRuleListing } from './save.js';
+import { SaveParseError, createRuleMemo, parseIptablesSave, parseRuleListing } from './save.js';
 import type { Chain, SavedTable } from './save.js';
 import { TABLES } from './validate.js';
 import type { Table } from './validate.js';
@@ -50,6 +50,27 @@ describe('parseIptablesSave properties', () => {
           expect(error.line).toBeLessThanOrEqual(lineCount(input));
           if (error.line > 0) expect(error.message).toMatch(/^(line \d+: |unterminated quote)/);
         }
+      }),
+      parameters(1000),
+    );
+  });
+
+  it('reads any text through a memo exactly as without one, the same error included', () => {
+    const memo = createRuleMemo({ limit: 64, minChars: 0 });
+    const outcome = (f: () => unknown) => {
+      try {
+        return { value: f() };
+      } catch (error) {
+        if (!(error instanceof SaveParseError)) throw error;
+        return { error: error.message, line: error.line };
+      }
+    };
+    fc.assert(
+      fc.property(text, fc.constantFrom(...TABLES), (input, table) => {
+        const plain = outcome(() => parseRuleListing(table, input));
+        expect(outcome(() => parseRuleListing(table, input, memo))).toEqual(plain);
+        // Again, now from the memo.
+        expect(outcome(() => parseRuleListing(table, input, memo))).toEqual(plain);
       }),
       parameters(1000),
     );
@@ -212,10 +233,15 @@ describe('parseIptablesSave round trip', () => {
           ];
           // `-N` and `-A` lines, without the `*table` and `COMMIT` frame of restore input.
           const listing = formatRestoreInput(ops).text.split('\n').slice(1, -2).join('\n');
-          expect(parseRuleListing(t.name, listing)).toEqual({
+          const expected = {
             chains: t.chains.map((c) => ({ name: c.name, policy: undefined })),
             rules: t.rules,
-          });
+          };
+          expect(parseRuleListing(t.name, listing)).toEqual(expected);
+          // Through a memo, twice: parsed, then every rule from the memo.
+          const memo = createRuleMemo({ minChars: 0 });
+          expect(parseRuleListing(t.name, listing, memo)).toEqual(expected);
+          expect(parseRuleListing(t.name, listing, memo)).toEqual(expected);
         }
       }),
       parameters(200),

@@ -1,4 +1,4 @@
-import { SaveParseError, parseIptablesSave, parseRuleListing } from './save.js';
+import { SaveParseError, createRuleMemo, parseIptablesSave, parseRuleListing } from './save.js';
 
 // Captured from a node namespace after the Debian bridge, firewall and portmap plugins ran ADD
 // for one allocation (iptables 1.8.9, nf_tables), trimmed to the interesting lines.
@@ -191,5 +191,34 @@ describe('parseRuleListing', () => {
 
   it('refuses lines -S does not print', () => {
     expect(() => parseRuleListing('nat', '-Z X\n')).toThrow('line 1: unexpected "-Z"');
+  });
+
+  it('through a memo, parses a line once and gives the same rule for it, per table', () => {
+    const memo = createRuleMemo({ minChars: 0 });
+    const text = '-N CNI-FORWARD\n-A CNI-FORWARD -s 10.0.0.2/32 -j ACCEPT\n';
+    const first = parseRuleListing('filter', text, memo);
+    const again = parseRuleListing(
+      'filter',
+      `${text}-A CNI-FORWARD -s 10.0.0.3/32 -j ACCEPT\n`,
+      memo,
+    );
+    expect(again.chains).toEqual([{ name: 'CNI-FORWARD', policy: undefined }]);
+    expect(again.rules[0]).toBe(first.rules[0]);
+    expect(again.rules[1]?.spec).toEqual(['-s', '10.0.0.3/32', '-j', 'ACCEPT']);
+    expect(parseRuleListing('nat', text, memo).rules[0]?.table).toBe('nat');
+    expect(memo.rules.size).toBe(3);
+    // A line that does not parse: the whole listing's error, with its line.
+    expect(() => parseRuleListing('filter', `${text}-Z X\n`, memo)).toThrow(
+      'line 3: unexpected "-Z"',
+    );
+  });
+
+  it('parses a short listing without the memo, and empties a full memo', () => {
+    const short = createRuleMemo();
+    parseRuleListing('filter', '-A FORWARD -j ACCEPT\n', short);
+    expect(short.rules.size).toBe(0);
+    const small = createRuleMemo({ limit: 2, minChars: 0 });
+    parseRuleListing('filter', '-A F -j A\n-A F -j B\n-A F -j C\n', small);
+    expect([...small.rules.keys()]).toEqual(['filter\0-A F -j C']);
   });
 });
