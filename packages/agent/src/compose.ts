@@ -15,6 +15,7 @@ import type { CniRuntime } from '@allocnet/cni';
 import { createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
+import { releaseFreeMemory } from '@allocnet/spawn';
 import type { AgentConfig } from './config.js';
 import { CNI_QUEUE_REPLAY_INTERVAL_MS } from './defaults.js';
 import { AgentError, messageOf } from './errors.js';
@@ -152,9 +153,13 @@ function restoreInBackground(runner: AllocRunner, logger: AgentLogger): number {
   const { restoring, done } = runner.startInBackground();
   done.then(
     (started) => {
+      // The restore read thousands of plugin and iptables outputs: hand the heap glibc keeps
+      // after freeing them back (some 50 MB with 1,000 allocations, measured).
+      releaseFreeMemory();
       logger.info('restored allocations from the last run', {
         ...started.restore.counts,
         durationMs: started.restore.durationMs,
+        rssMiB: Math.round(process.memoryUsage.rss() / 2 ** 20),
       });
     },
     (error: unknown) => {

@@ -1,5 +1,5 @@
 export { SpawnError, isSpawnError } from './errors.js';
-export { defaultSpawnMethod, spawnChild } from './spawn.js';
+export { defaultSpawnMethod, releaseFreeMemory, spawnChild } from './spawn.js';
 export type { ChildExit, SpawnMethod, SpawnOptions, SpawnedChild } from './spawn.js';
 export { inheritedEnv, runProcess, startProcess } from './run.js';
 export type { RunOptions, RunResult, StartOptions, StartedProcess } from './run.js';

@@ -32,6 +32,8 @@ export interface Libc {
     envp: readonly (string | null)[],
   ): number;
   waitpid(pid: number, status: number[], options: number): number;
+  /** glibc's malloc_trim: hands free heap memory back to the kernel; absent outside glibc. */
+  mallocTrim: ((pad: number) => number) | undefined;
   errno(): number;
 }
 
@@ -55,6 +57,12 @@ export function loadLibc(): Libc {
   // The declared `Libc` member types are the contract; koffi checks each call's arguments.
   const fn = (signature: string): unknown => lib.func(signature);
   let addCloseFrom: ((fa: Buffer, from: number) => number) | undefined;
+  let mallocTrim: ((pad: number) => number) | undefined;
+  try {
+    mallocTrim = fn('int malloc_trim(size_t pad)') as Libc['mallocTrim'];
+  } catch {
+    mallocTrim = undefined;
+  }
   try {
     addCloseFrom = fn(
       'int posix_spawn_file_actions_addclosefrom_np(void *fa, int from)',
@@ -94,6 +102,7 @@ export function loadLibc(): Libc {
       'int posix_spawn(_Out_ int *pid, const char *path, void *fa, void *attr, const char **argv, const char **envp)',
     ) as Libc['posixSpawn'],
     waitpid: fn('int waitpid(int pid, _Out_ int *status, int options)') as Libc['waitpid'],
+    mallocTrim,
     errno: () => koffi.errno(),
   };
 }

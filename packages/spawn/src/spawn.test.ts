@@ -1,11 +1,19 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type * as Koffi from 'koffi';
-import { chmodSync, closeSync, copyFileSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
-import { defaultSpawnMethod, isSpawnError, spawnChild } from './index.js';
+import { defaultSpawnMethod, isSpawnError, releaseFreeMemory, spawnChild } from './index.js';
 import type { SpawnMethod, SpawnOptions, SpawnedChild } from './index.js';
 
 const ENV = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };
@@ -198,5 +206,34 @@ describe('in a worker thread', () => {
     } finally {
       await worker.terminate();
     }
+  });
+});
+
+describe('releaseFreeMemory', () => {
+  it('hands heap memory glibc kept after a free back to the kernel', () => {
+    const koffi = createRequire(import.meta.url)('koffi') as typeof Koffi;
+    const lib = koffi.load('libc.so.6');
+    const malloc = lib.func('void *malloc(size_t size)') as (size: number) => unknown;
+    const memset = lib.func('void *memset(void *s, int c, size_t n)') as (
+      p: unknown,
+      c: number,
+      n: number,
+    ) => unknown;
+    const free = lib.func('void free(void *p)') as (p: unknown) => void;
+    const rssAnon = () =>
+      Number(/RssAnon:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1]) * 1024;
+    // 64 MiB in 64 KiB blocks (under glibc's mmap threshold: from the heap), touched, then all
+    // freed but the last, which keeps the heap's top in use: glibc keeps the rest resident.
+    const size = 64 * 1024;
+    const blocks = Array.from({ length: 1024 }, () => {
+      const p = malloc(size);
+      memset(p, 1, size);
+      return p;
+    });
+    for (const p of blocks.slice(0, -1)) free(p);
+    const kept = rssAnon();
+    expect(releaseFreeMemory()).toBe(true);
+    expect(kept - rssAnon()).toBeGreaterThan(32 * 2 ** 20);
+    free(blocks.at(-1));
   });
 });

@@ -197,6 +197,20 @@ function posixSpawner(): PosixSpawner | null {
   return spawner;
 }
 
+/**
+ * Hands the memory this process has freed back to the kernel (glibc's `malloc_trim(0)`): after a
+ * burst of work (a restore reads thousands of plugin and iptables outputs into buffers) glibc
+ * keeps the freed heap, which the resident size goes on counting (50 MB of 185 MB after
+ * restoring 1,000 allocations, measured). Returns false where there is no glibc binding (then
+ * nothing is done). Takes a few milliseconds; call it after such a burst, not per operation.
+ */
+export function releaseFreeMemory(): boolean {
+  const trim = posixSpawner()?.libc.mallocTrim;
+  if (trim === undefined) return false;
+  trim(0);
+  return true;
+}
+
 /** The method `spawnChild` uses when none is asked for. */
 export function defaultSpawnMethod(): SpawnMethod {
   return posixSpawner() === null ? 'child_process' : 'posix_spawn';

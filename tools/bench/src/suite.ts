@@ -357,6 +357,9 @@ async function scale(): Promise<ScaleRun> {
       try {
         const first = await firstAnswer(spawned, 600_000);
         const finished = await spawned.line('restore finished', 600_000);
+        // The agent's own line once the restore and the first reconcile are done (and the
+        // memory they freed handed back): the RSS after the restore is read after it.
+        await spawned.line('restored allocations from the last run', 600_000);
         const readyAt = await spawned.ready(600_000);
         agent = connect(spawned, readyAt);
         restart = {
