@@ -14,6 +14,7 @@ const ENV = {
   iptables: 'iptables v1.8.9 (nf_tables)',
   goCni: 'go-cni 1.1.7',
   loadAverage: '0.1 0.1 0.1',
+  code: 'abc1234',
 };
 
 const EMPTY: SuiteResults = {

@@ -225,7 +225,7 @@ interface Images {
 export function markdown(r: SuiteResults, images: Images): string {
   const e = r.environment;
   const lines: string[] = [
-    `Command: \`${r.command}\` (${r.durationS.toFixed(0)} s). Machine: ${e.cpu}, ${e.cores} cores, ${e.memoryGiB} GiB; kernel ${e.kernel}; Node ${e.node}; ${e.plugins}; ${e.iptables}; go-cni: ${e.goCni}; load before the run ${e.loadAverage}. ${e.date}.`,
+    `Command: \`${r.command}\` (${r.durationS.toFixed(0)} s). Machine: ${e.cpu}, ${e.cores} cores, ${e.memoryGiB} GiB; kernel ${e.kernel}; Node ${e.node}; ${e.plugins}; ${e.iptables}; go-cni: ${e.goCni}; load before the run ${e.loadAverage}. ${e.date}. Code measured: \`${e.code}\`.`,
     '',
   ];
   const g = goals(r);
