@@ -1,6 +1,6 @@
 import { seeded } from '@allocnet/testns';
 import { goals, markdown } from './report.js';
-import type { Contender, ContenderSamples, SuiteResults } from './report.js';
+import type { Contender, ContenderSamples, SuiteResults } from './summary.js';
 import { median } from './stats.js';
 
 const ENV = {

@@ -21,19 +21,6 @@ import {
 } from './summary.js';
 import type { Contender, Phase, ScaleRun, SequentialRun, SuiteResults } from './summary.js';
 
-export type {
-  ConcurrentBatch,
-  ConcurrentRun,
-  Contender,
-  ContenderSamples,
-  InnerSamples,
-  ReapCase,
-  ReapRun,
-  ScaleRun,
-  SequentialRun,
-  SuiteResults,
-} from './summary.js';
-
 /** The goals (issue 17's, and issue 8's that still stand). */
 export const GOALS = {
   /** Agent p50 over go-cni’s, setup and teardown, at most. */

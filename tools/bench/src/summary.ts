@@ -71,7 +71,7 @@ export interface ScaleRun {
   readonly teardownMs: readonly number[];
   /** The agent's RSS with `live` allocations, before the restart. */
   readonly rssMiB: number;
-  /** Its RSS after the restart, once its restore finished. */
+  /** Its RSS after the restart, once the agent logged its restore and first reconcile done. */
   readonly rssAfterRestoreMiB: number;
   readonly cpuSecondsPerSetup: number;
   readonly restart: {
