@@ -20,6 +20,7 @@ import { messageOf } from './errors.js';
 import { createAgentLogger } from './logging.js';
 import type { AgentLogger } from './logging.js';
 import { createOpenedParts } from './parts.js';
+import type { RestoreProgress } from './notify.js';
 import type { ReloadReport } from './reload.js';
 
 /** The agent's version, from its package.json (one level above both src/ and dist/). */
@@ -62,6 +63,8 @@ export interface RunningAgent {
   stop(reason: string, options?: { readonly force?: boolean }): Promise<void>;
   /** Resolves once the agent has stopped. */
   readonly closed: Promise<void>;
+  /** The background restore, now: what the unit's STATUS= shows (notify.ts). */
+  restoreProgress(): RestoreProgress;
 }
 
 /** What the ready file holds: where the agent listens, for scripts and tests. */
@@ -219,5 +222,9 @@ export async function startAgent(
       return stopped;
     },
     closed,
+    restoreProgress() {
+      const stats = composed.runner.stats();
+      return { total: composed.restoring, left: stats.restoring, live: stats.live };
+    },
   };
 }

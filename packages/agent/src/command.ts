@@ -12,6 +12,7 @@ import type { AgentConfig, AgentFlags } from './config.js';
 import { CNI_CACHE_SUBDIR, CNI_QUEUE_SUBDIR, CNI_SOCKET_NAME, DEFAULTS } from './defaults.js';
 import { AgentError, isAgentError, messageOf } from './errors.js';
 import { createAgentLogger } from './logging.js';
+import { serviceManager } from './notify.js';
 import { CONFIG_ENV, ENV_SETTINGS } from './settings.js';
 
 /** The signals the agent reacts to. */
@@ -91,11 +92,14 @@ async function runAgent(
 ): Promise<void> {
   const signals = io.signals ?? process;
   const logger = createAgentLogger({ ...config.log, stream: io.stderr });
+  const manager = serviceManager(io.env, logger);
   const starting = new AbortController();
   let agent: RunningAgent | undefined;
   let stops = 0;
   const onStop = (name: AgentSignal) => () => {
     stops++;
+    if (stops === 1)
+      manager.tell({ STOPPING: '1', STATUS: `stopping (${name}): draining the calls in flight` });
     if (agent === undefined) {
       logger.info('signal while starting; stopping', { signal: name });
       starting.abort();
@@ -115,9 +119,15 @@ async function runAgent(
   signals.on('SIGTERM', onTerm);
   signals.on('SIGINT', onInt);
   signals.on('SIGHUP', onHup);
+  manager.tell({ STATUS: 'starting: opening the data dir, replaying queued DELs' });
   try {
     agent = await startAgent(config, { logger, signal: starting.signal, reloadConfig: load });
-    await agent.closed;
+    const quiet = manager.ready(agent);
+    try {
+      await agent.closed;
+    } finally {
+      quiet();
+    }
   } finally {
     signals.removeListener('SIGTERM', onTerm);
     signals.removeListener('SIGINT', onInt);

@@ -358,6 +358,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     },
   };
   const replayed = await replayCniQueue(queue, signal);
+  metrics.cniQueuePending(replayed.failed);
   if (replayed.replayed + replayed.failed + replayed.dropped > 0)
     logger.info('replayed the DELs allocnet-cni queued while the agent was down', { ...replayed });
   checkNotAborted(signal);
@@ -366,6 +367,9 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     if (replaying) return;
     replaying = true;
     replayCniQueue(queue)
+      .then((report) => {
+        metrics.cniQueuePending(report.failed);
+      })
       .catch((error: unknown) => {
         logger.warn('replaying the CNI DEL queue failed', { error: messageOf(error) });
       })

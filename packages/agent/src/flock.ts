@@ -1,33 +1,17 @@
 // flock(2), which Node does not have, through koffi (already loaded by @allocnet/spawn for
 // posix_spawn): the data dir's lock, held for the agent's life so that a second agent cannot
 // open the same state (issue 16), and the exclusive lock of allocnet-cni's DEL queue.
-import { createRequire } from 'node:module';
 import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
-import type * as Koffi from 'koffi';
+import { bindLibc } from './libc.js';
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const LOCK_UN = 8;
 const EWOULDBLOCK = 11;
 
-interface Libc {
-  readonly flock: (fd: number, operation: number) => number;
-  readonly errno: () => number;
-}
-let libc: Libc | undefined;
-
-function load(): Libc {
-  if (libc === undefined) {
-    const require = createRequire(import.meta.url);
-    const koffi = require('koffi') as typeof Koffi;
-    const lib = koffi.load('libc.so.6');
-    libc = {
-      flock: lib.func('int flock(int fd, int operation)') as Libc['flock'],
-      errno: () => koffi.errno(),
-    };
-  }
-  return libc;
-}
+const load = bindLibc<{ readonly flock: (fd: number, operation: number) => number }>({
+  flock: 'int flock(int fd, int operation)',
+});
 
 /** A lock this process holds; `release` unlocks and closes it (a process's exit does too). */
 export interface HeldLock {

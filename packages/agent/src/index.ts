@@ -39,3 +39,5 @@ export { createAgentLogger, componentLogger } from './logging.js';
 export type { AgentLogger, AgentLoggerOptions } from './logging.js';
 export { bindUnixSocket, claimSocketPath, probeSocket } from './socket.js';
 export type { BoundSocket, SocketState } from './socket.js';
+export { createNotifier, listenForNotifications, serviceManager, statusText } from './notify.js';
+export type { NotifyListener, Notifier, RestoreProgress, ServiceManager } from './notify.js';

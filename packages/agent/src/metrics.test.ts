@@ -71,6 +71,22 @@ describe('createAgentMetrics', () => {
     ]);
   });
 
+  it('says how many queued DELs the last replay left', async () => {
+    const m = createAgentMetrics({ stats: () => stats(), version: '1', processMetrics: false });
+    expect(await samples(m, 'allocnet_cni_queue_pending')).toEqual([
+      'allocnet_cni_queue_pending 0',
+    ]);
+    m.cniQueueReplay('failed');
+    m.cniQueuePending(2);
+    expect(await samples(m, 'allocnet_cni_queue_pending')).toEqual([
+      'allocnet_cni_queue_pending 2',
+    ]);
+    m.cniQueuePending(0);
+    expect(await samples(m, 'allocnet_cni_queue_pending')).toEqual([
+      'allocnet_cni_queue_pending 0',
+    ]);
+  });
+
   it('reads live allocations and records by phase from the runner at each scrape', async () => {
     let now = stats();
     const m = createAgentMetrics({ stats: () => now, version: '0', processMetrics: false });

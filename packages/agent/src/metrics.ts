@@ -19,6 +19,8 @@ export interface AgentMetrics {
   cniCall(command: string, code: number, seconds: number): void;
   /** One DEL from allocnet-cni's queue, by what became of it. */
   cniQueueReplay(outcome: 'replayed' | 'failed' | 'dropped'): void;
+  /** DELs still in allocnet-cni's queue after a replay (the ones that failed stay). */
+  cniQueuePending(n: number): void;
 }
 
 export interface AgentMetricsOptions {
@@ -186,6 +188,11 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     labelNames: ['outcome'] as const,
     registers,
   });
+  const cniPending = new Gauge({
+    name: 'allocnet_cni_queue_pending',
+    help: 'DELs left in allocnet-cni’s queue after the last replay (each failed and is tried again at the next)',
+    registers,
+  });
   new Gauge({
     name: 'allocnet_agent_info',
     help: 'Always 1; the agent version as a label',
@@ -203,6 +210,9 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     },
     cniCall(command, code, seconds) {
       cniCalls.observe({ command, code: String(code) }, seconds);
+    },
+    cniQueuePending(n) {
+      cniPending.set(n);
     },
     cniQueueReplay(outcome) {
       cniReplays.inc({ outcome });
