@@ -21,8 +21,12 @@ command -v apt-get >/dev/null || die "this script needs Debian (apt-get)"
 # and libcni's sources, for the go-cni driver built offline in GOPATH mode), containerd (1.6, with
 # its CRI plugin; pulls runc), podman (4.3, CNI backend) with crun (podman's runc cannot run
 # without cgroups: "not compatible with NoCgroups") and busybox-static (the podman test's rootfs).
+# The Debian package (tools/package.sh) and its tests: binutils (strip), lintian, systemd
+# (systemd-analyze verify of the unit), prometheus (promtool checks the alerting rules; the
+# alerts test runs the server in a throwaway namespace).
 PACKAGES=(containernetworking-plugins iptables iproute2 util-linux procps iputils-ping shellcheck ca-certificates openssl fonts-dejavu-core golang-go
-  golang-github-containerd-go-cni-dev golang-github-appc-cni-dev containerd podman crun busybox-static)
+  golang-github-containerd-go-cni-dev golang-github-appc-cni-dev containerd podman crun busybox-static
+  binutils lintian systemd prometheus)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
@@ -30,6 +34,13 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]}"
   apt-get update -qq
+  # Packages with a service (prometheus, containerd) must not start it on this host: without
+  # systemd their init scripts would. A policy-rc.d of our own says no, unless one is there.
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 0755 /usr/sbin/policy-rc.d
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 

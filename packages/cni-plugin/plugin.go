@@ -34,8 +34,9 @@ import (
 	"time"
 )
 
-// Version is what the plugin prints with no CNI_COMMAND (Nomad fingerprints plugins so).
-const Version = "0.1.0"
+// Version is what the plugin prints with no CNI_COMMAND (Nomad fingerprints plugins so). A var,
+// so that tools/package.sh can stamp the package's version in (-ldflags -X main.Version=…).
+var Version = "0.1.0"
 
 const (
 	defaultSocket         = "/run/allocnet/cni.sock"
