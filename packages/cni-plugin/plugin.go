@@ -105,6 +105,9 @@ func run(c call) int {
 		return 0
 	}
 	if command == "VERSION" {
+		// Read stdin all the same, as the reference plugins do: a runtime still writing it when
+		// the plugin exits gets EPIPE (Go's exec ignores it; others fail the call).
+		_, _ = io.Copy(io.Discard, io.LimitReader(c.stdin, 1<<20))
 		return answer(c.stdout, map[string]interface{}{
 			"cniVersion":        "1.0.0",
 			"supportedVersions": supportedVersions,

@@ -137,6 +137,15 @@ func TestVersionNeedsNoAgent(t *testing.T) {
 	}
 }
 
+func TestVersionReadsItsStdin(t *testing.T) {
+	stdin := strings.NewReader(`{"cniVersion":"1.1.0"}`)
+	var out bytes.Buffer
+	status := run(call{env: func(key string) string { return map[string]string{"CNI_COMMAND": "VERSION"}[key] }, stdin: stdin, stdout: &out})
+	if status != 0 || stdin.Len() != 0 {
+		t.Fatalf("got %d, %d bytes of stdin left unread", status, stdin.Len())
+	}
+}
+
 func TestAddForwardsEnvAndConfigAndPrintsTheResult(t *testing.T) {
 	dir := t.TempDir()
 	result := `{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/c1"}],"ips":[{"address":"172.26.64.2/20","interface":0}]}`
