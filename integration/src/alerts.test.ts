@@ -83,7 +83,8 @@ async function query(expr: string): Promise<string | undefined> {
       '--',
       process.execPath,
       '-e',
-      `fetch(${JSON.stringify(url)}).then((r) => r.text()).then((t) => process.stdout.write(t))`,
+      // Until its storage is up, prometheus answers 503 "Service Unavailable": not yet.
+      `fetch(${JSON.stringify(url)}).then((r) => { if (!r.ok) process.exit(1); return r.text(); }).then((t) => process.stdout.write(t))`,
     ],
     { reject: false },
   );
