@@ -12,7 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-
 die() { printf 'package.sh: %s\n' "$*" >&2; exit 1; }
 
 version=$(node -p 'require("./packages/agent/package.json").version')
