@@ -155,8 +155,8 @@ it('fires AllocnetLeaksFound once a namespace deleted out of band leaves tagged 
   // Prometheus scrapes the agent and has evaluated the rules on its quiet metrics.
   await waitFor('a scrape of the agent', () => query('up{job="allocnet"} == 1'), 60_000);
   await waitFor(
-    'two samples of the leak counter',
-    () => query('count_over_time(allocnet_leaks_found_total[1m]) >= 3'),
+    'three samples of the leak gauge',
+    () => query('count_over_time(allocnet_leaked_allocations[1m]) >= 3'),
     30_000,
   );
   expect(await alerts()).toEqual([]);

@@ -24,6 +24,8 @@ function stats(extra: Partial<RunnerStats> = {}): RunnerStats {
     leaksReaped: 0,
     orphanNamespacesFound: 0,
     orphanNamespacesReaped: 0,
+    leakedLeft: 0,
+    strayNamespacesLeft: 0,
     store: { writable: true, writeFailures: 0 },
     unremovedRecords: 0,
     ...extra,
@@ -124,6 +126,23 @@ describe('createAgentMetrics', () => {
     expect(await samples(m, 'allocnet_store_writable')).toEqual(['allocnet_store_writable 1']);
     expect(await samples(m, 'allocnet_store_write_failures_total')).toEqual([
       'allocnet_store_write_failures_total 3',
+    ]);
+  });
+
+  it('says what the last reconcile pass left on the node, now', async () => {
+    let now = stats();
+    const m = createAgentMetrics({ stats: () => now, version: '0', processMetrics: false });
+    expect(await samples(m, 'allocnet_leaked_allocations')).toEqual([
+      'allocnet_leaked_allocations 0',
+    ]);
+    now = stats({ leaksFound: 9, leakedLeft: 3, strayNamespacesLeft: 2 });
+    expect(await samples(m, 'allocnet_leaked_allocations')).toEqual([
+      'allocnet_leaked_allocations 3',
+    ]);
+    expect(await samples(m, 'allocnet_stray_namespaces')).toEqual(['allocnet_stray_namespaces 2']);
+    now = stats({ leaksFound: 9 });
+    expect(await samples(m, 'allocnet_leaked_allocations')).toEqual([
+      'allocnet_leaked_allocations 0',
     ]);
   });
 

@@ -113,6 +113,22 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     },
   });
   new Gauge({
+    name: 'allocnet_leaked_allocations',
+    help: 'Leaked allocations the last reconcile pass left on the node (report mode: all it found; reap mode: those it could not remove)',
+    registers,
+    collect() {
+      this.set(options.stats()?.leakedLeft ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'allocnet_stray_namespaces',
+    help: 'Stray namespaces the last reconcile pass left on the node (report mode: all it found; reap mode: those it could not remove)',
+    registers,
+    collect() {
+      this.set(options.stats()?.strayNamespacesLeft ?? 0);
+    },
+  });
+  new Gauge({
     name: 'allocnet_live_allocations',
     help: 'Allocation networks set up and ready now',
     registers,

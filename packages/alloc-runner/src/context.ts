@@ -58,6 +58,9 @@ export interface RunnerCounters {
   leaksReaped: number;
   orphanNamespacesFound: number;
   orphanNamespacesReaped: number;
+  /** Not monotonic: what the last reconcile pass left on the node (found, less what it reaped). */
+  leakedLeft: number;
+  strayNamespacesLeft: number;
 }
 
 export function zeroCounters(): RunnerCounters {
@@ -77,6 +80,8 @@ export function zeroCounters(): RunnerCounters {
     leaksReaped: 0,
     orphanNamespacesFound: 0,
     orphanNamespacesReaped: 0,
+    leakedLeft: 0,
+    strayNamespacesLeft: 0,
   };
 }
 

@@ -210,5 +210,6 @@ describe('the reconciler', () => {
       reapedNamespaces: 0,
       failed: [{ what: `namespace "alloc-${C}"`, error: 'ip netns delete failed' }],
     });
+    expect(runner.stats().strayNamespacesLeft).toBe(1);
   });
 });

@@ -246,6 +246,8 @@ async function reconcileNow(
     counters.leaksReaped += pass.reaped;
     counters.orphanNamespacesFound += pass.strays.length;
     counters.orphanNamespacesReaped += reapedNamespaces;
+    counters.leakedLeft = Math.max(0, pass.leakedAllocations - pass.reaped);
+    counters.strayNamespacesLeft = pass.strays.length - reapedNamespaces;
     const report: ReconcileReport = {
       mode,
       leakedAllocations: pass.leakedAllocations,

@@ -124,6 +124,12 @@ export interface RunnerStats {
   readonly leaksReaped: number;
   readonly orphanNamespacesFound: number;
   readonly orphanNamespacesReaped: number;
+  /**
+   * Not monotonic: leaked allocations and stray namespaces the last reconcile pass left on the
+   * node (in `report` mode all it found; in `reap` mode those it could not remove).
+   */
+  readonly leakedLeft: number;
+  readonly strayNamespacesLeft: number;
   /** The state store, now: writable, or full since when and why; failed writes so far. */
   readonly store: StoreHealth;
   /** Allocations whose network is gone but whose record a full data dir kept, now. */
