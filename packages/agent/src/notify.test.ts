@@ -111,6 +111,20 @@ describe('serviceManager', () => {
     });
   });
 
+  it('runs without it, saying so, when NOTIFY_SOCKET is unusable', () => {
+    const { lines, logger } = logs();
+    const manager = serviceManager({ NOTIFY_SOCKET: 'relative/path' }, logger);
+    manager.tell({ READY: '1' });
+    expect(manager.enabled).toBe(false);
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        message: 'NOTIFY_SOCKET is unusable; the service manager will not hear from the agent',
+        error: 'NOTIFY_SOCKET "relative/path" is neither a path nor @abstract',
+      }),
+    ]);
+  });
+
   it('does nothing at all without NOTIFY_SOCKET', () => {
     const { lines, logger } = logs();
     const manager = serviceManager({}, logger);

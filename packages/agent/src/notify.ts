@@ -131,7 +131,16 @@ export function serviceManager(
   env: Readonly<Record<string, string | undefined>>,
   logger: AgentLogger,
 ): ServiceManager {
-  const notifier = createNotifier(env);
+  let notifier: Notifier;
+  try {
+    notifier = createNotifier(env);
+  } catch (error) {
+    // A service manager that set a socket we cannot use: run, and say so, rather than not start.
+    logger.warn('NOTIFY_SOCKET is unusable; the service manager will not hear from the agent', {
+      error: messageOf(error),
+    });
+    notifier = { enabled: false, notify: () => undefined };
+  }
   let warned = false;
   const tell = (fields: Readonly<Record<string, string>>) => {
     try {
