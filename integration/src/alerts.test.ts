@@ -18,6 +18,7 @@ import { tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab } from '@allocnet/testns';
 import { CLI_MAIN, PLUGIN_DIR, REPO } from './fixtures/agent-host.js';
+import { waitFor } from './fixtures/wait.js';
 
 const RULES = join(REPO, 'packages/agent/prometheus/allocnet-alerts.yml');
 const OUTSIDE_ID = `outside-${process.pid.toString(36)}`;
@@ -43,16 +44,6 @@ function started(command: string, args: string[], env: Record<string, string> = 
     });
   });
   return { child, output: () => output, exited };
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 interface Alert {

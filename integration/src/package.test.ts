@@ -22,6 +22,7 @@ import { tempDir } from '@allocnet/cni/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
 import { REPO } from './fixtures/agent-host.js';
+import { waitFor } from './fixtures/wait.js';
 
 const UNIT = '/lib/systemd/system/allocnet-agent.service';
 const CONFIG = '/etc/allocnet/agent.yaml';
@@ -127,16 +128,6 @@ function logLines(agent: Agent, message: string): Record<string, unknown>[] {
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>)
     .filter((l) => l.message === message);
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 interface Listed {
