@@ -14,13 +14,13 @@
 // ALLOCNET_CHAOS_ROUNDS runs more rounds (the long mode; the README's test command runs 3).
 // Needs root, iproute2, iptables and containernetworking-plugins; never touches the root
 // namespace.
-import { readFile, readdir } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { isServiceError, unary } from '@allocnet/proto';
 import type { AllocNetworkServiceClient } from '@allocnet/proto';
 import { seeded } from '@allocnet/testns';
 import { useAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost, AgentProcess } from './fixtures/agent-host.js';
+import { processTable } from './fixtures/proc.js';
 
 const SEED = Number(process.env.ALLOCNET_CHAOS_SEED ?? '1601');
 const ROUNDS = Number(process.env.ALLOCNET_CHAOS_ROUNDS ?? '3');
@@ -32,23 +32,6 @@ useAgentHost((made) => {
   host = made;
 });
 
-/** Parent pid of every process now. */
-async function parents(): Promise<Map<number, number>> {
-  const out = new Map<number, number>();
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = await readFile(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      out.set(Number(name), ppid);
-    } catch (error) {
-      // The process ended between readdir and the read: it has no descendants to kill.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-  }
-  return out;
-}
-
 /**
  * SIGKILL to the agent and every process under it, as systemd's stop of a crashed unit does:
  * the agent is stopped first so that it starts nothing new while its tree is read.
@@ -56,7 +39,7 @@ async function parents(): Promise<Map<number, number>> {
 async function killTree(agent: AgentProcess): Promise<void> {
   const root = agent.ready.pid;
   process.kill(root, 'SIGSTOP');
-  const byParent = await parents();
+  const byParent = await processTable();
   const doomed = [root];
   for (let i = 0; i < doomed.length; i++)
     for (const [pid, ppid] of byParent) if (ppid === doomed[i]) doomed.push(pid);

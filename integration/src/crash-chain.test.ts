@@ -13,6 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { allocChains } from '@allocnet/cni-configurator';
 import { unary } from '@allocnet/proto';
 import { outcome, PLUGIN_DIR, useAgentHost } from './fixtures/agent-host.js';
+import { alive } from './fixtures/proc.js';
 import type { AgentHost, AgentProcess } from './fixtures/agent-host.js';
 
 const NETWORK = 'crashnet';
@@ -31,16 +32,6 @@ let host: AgentHost;
 useAgentHost((made) => {
   host = made;
 });
-
-/** Whether a process is alive: there, and not a zombie. */
-async function alive(pid: number): Promise<boolean> {
-  try {
-    return (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.[0] !== 'Z';
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
 
 /**
  * Resolves with the file's text once it exists: polled every 20 ms (a file written by a plugin

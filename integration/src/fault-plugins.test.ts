@@ -7,6 +7,7 @@ import { chmod, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unary } from '@allocnet/proto';
 import { outcome, PLUGIN_DIR, useAgentHost } from './fixtures/agent-host.js';
+import { alive } from './fixtures/proc.js';
 import type { AgentHost } from './fixtures/agent-host.js';
 
 let host: AgentHost;
@@ -14,15 +15,6 @@ let host: AgentHost;
 useAgentHost((made) => {
   host = made;
 });
-
-/** Whether a process is alive: there, and not a zombie. */
-async function alive(pid: number): Promise<boolean> {
-  try {
-    return (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 it('a plugin whose child holds its stdout and hangs: the setup fails in time, nothing is left, the agent stops', async () => {
   const plugins = join(host.dir, 'fault-plugins');
