@@ -135,13 +135,14 @@ it('places 30 allocations on three agents, serves their ports, and leaves no nod
   const normal = await Promise.all(placed.slice(0, 15).map(teardown));
   for (const r of normal)
     expect(r.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
-  // Five lose their namespace out of band first: DEL leaks, the audit removes it.
+  // Five lose their namespace out of band first: bridge's DEL would leave the masquerade chain;
+  // the teardown removes it beside the DEL (native-del.ts), so the audit finds nothing either.
   const lost = placed.slice(15, 20);
   for (const p of lost) await execa('ip', ['netns', 'del', p.netns]);
   const audited = await Promise.all(lost.map(teardown));
   for (const r of audited) {
     expect(r.delError).toBe('');
-    expect(r.removed?.chains.length).toBeGreaterThan(0);
+    expect(r.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
   }
   // The rest.
   await Promise.all(placed.slice(20).map(teardown));

@@ -90,6 +90,9 @@ describe('setup', () => {
       {
         verb: 'ADD',
         network: 'nomad',
+        plugins: ['loopback', 'bridge', 'firewall', 'portmap'].map((type): unknown =>
+          expect.objectContaining({ type }),
+        ),
         attachment: {
           containerId: ID,
           netns: '/run/netns/a1',
@@ -258,19 +261,21 @@ describe('teardown', () => {
   it('DELs with the same args and port mappings as the ADD, then audits with a few cheap questions', async () => {
     await make();
     const { attachment } = await configurator.setup(spec, '/run/netns/a1');
-    const noChain = exit(1, 'iptables: No chain/target/match by that name.');
-    // CNI-FORWARD holds another allocation's rules only.
-    v4.reply(noChain, noChain, ok('-N CNI-FORWARD\n-A CNI-FORWARD -s 172.26.64.9/32 -j ACCEPT\n'));
+    // The allocation has no masquerade or DNAT jump (a fake DEL); CNI-FORWARD holds another
+    // allocation's rules only.
+    v4.reply(...chains({ 'CNI-FORWARD': ['-A CNI-FORWARD -s 172.26.64.9/32 -j ACCEPT'] }, 6));
     const before = v4.calls.length;
     const report = await configurator.teardown(ID, attachment);
     expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'DEL']);
     expect(runtime.calls[1]?.attachment).toEqual(runtime.calls[0]?.attachment);
     const { masq, dnat } = allocChains('nomad', ID);
-    // portmap's chain is asked for once portmap's DEL exited, before the bridge's masquerade
-    // chain, which waits for the whole DEL (CNI-FORWARD's read is batched: it comes last here).
+    // The jumps to its chains are looked for beside the DEL; none found, the chains themselves
+    // are asked for once the DEL exited (CNI-FORWARD's read is batched: it comes last here).
     expect(v4.calls.slice(before).map((c) => c.argv)).toEqual([
-      ['iptables', '--wait', '-t', 'nat', '-S', dnat, '1'],
+      ['iptables', '--wait', '-t', 'nat', '-S', 'POSTROUTING'],
+      ['iptables', '--wait', '-t', 'nat', '-S', 'CNI-HOSTPORT-DNAT'],
       ['iptables', '--wait', '-t', 'nat', '-S', masq, '1'],
+      ['iptables', '--wait', '-t', 'nat', '-S', dnat, '1'],
       ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-FORWARD'],
     ]); // prettier-ignore
     expect(v6.calls).toEqual([]);
@@ -282,25 +287,82 @@ describe('teardown', () => {
     });
   });
 
+  it('removes the masquerade and DNAT chains itself, in one restore, and DELs the rest without them', async () => {
+    await make();
+    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    const { masq, dnat } = allocChains('nomad', ID);
+    const masqJump = `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`;
+    const dnatJump = `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`;
+    const other = '-A POSTROUTING -s 172.26.64.9/32 -j CNI-0123456789abcdef01234567';
+    v4.reply(
+      ...chains({ POSTROUTING: [other, masqJump], 'CNI-HOSTPORT-DNAT': [dnatJump] }, 2),
+      ok(),
+      ...chains({ 'CNI-FORWARD': [] }, 1),
+    );
+    const before = v4.calls.length;
+    const report = await configurator.teardown(ID, attachment);
+    // The plugins' DEL: portmap left out, the bridge told not to un-masquerade.
+    expect(runtime.calls[1]?.plugins.map((p) => [p.type, p.ipMasq])).toEqual([
+      ['loopback', undefined],
+      ['bridge', false],
+      ['firewall', undefined],
+    ]);
+    const calls = v4.calls.slice(before);
+    expect(calls.map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'nat', '-S', 'POSTROUTING'],
+      ['iptables', '--wait', '-t', 'nat', '-S', 'CNI-HOSTPORT-DNAT'],
+      ['iptables-restore', '--noflush', '--wait'],
+      ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-FORWARD'],
+    ]); // prettier-ignore
+    expect(calls[2]?.input).toBe(
+      natRemoval(
+        [masqJump, dnatJump].map((j) => j.replace('-A', '-D')),
+        [masq, dnat],
+      ),
+    );
+    // Removed beside the DEL, as part of it: nothing for the audit to report.
+    expect(report.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
+  });
+
+  it('leaves those chains to the audit when their restore fails', async () => {
+    await make();
+    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    const { masq } = allocChains('nomad', ID);
+    const masqJump = `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`;
+    v4.reply(
+      ...chains({ POSTROUTING: [masqJump], 'CNI-HOSTPORT-DNAT': [] }, 2),
+      busy,
+      ...chains({ [masq]: [], 'CNI-FORWARD': [] }, 3),
+      ok(['*nat', `:${masq} - [0:0]`, masqJump, 'COMMIT', ''].join('\n')),
+    );
+    const before = v4.calls.length;
+    const report = await configurator.teardown(ID, attachment);
+    expect(v4.calls.slice(before + 3).map((c) => c.argv[0])).toEqual([
+      'iptables', 'iptables', 'iptables', 'iptables-save', 'iptables-restore',
+    ]); // prettier-ignore
+    expect(report.removed.chains).toEqual([{ family: 'ipv4', table: 'nat', chain: masq }]);
+  });
+
   it('reads iptables whole when a cheap question finds something left', async () => {
     await make();
     const { attachment } = await configurator.setup(spec, '/run/netns/a1');
-    const noChain = exit(1, 'iptables: No chain/target/match by that name.');
-    v4.reply(noChain, ok('-N CNI-x'), ok('-N CNI-FORWARD\n'));
+    const { masq } = allocChains('nomad', ID);
+    v4.reply(
+      ...chains({ POSTROUTING: [], 'CNI-HOSTPORT-DNAT': [], [masq]: [], 'CNI-FORWARD': [] }),
+    );
     const before = v4.calls.length;
     await configurator.teardown(ID, attachment);
-    expect(v4.calls.slice(before + 3).map((c) => c.argv)).toEqual([['iptables-save']]);
+    expect(v4.calls.slice(before + 5).map((c) => c.argv)).toEqual([['iptables-save']]);
     expect(v6.calls.map((c) => c.argv)).toEqual([['ip6tables-save']]);
   });
 
   it('reads iptables whole when the firewall rules of the allocation are still there', async () => {
     await make();
     const { attachment } = await configurator.setup(spec, '/run/netns/a1');
-    const noChain = exit(1, 'iptables: No chain/target/match by that name.');
-    v4.reply(noChain, noChain, ok('-N CNI-FORWARD\n-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT\n'));
+    v4.reply(...chains({ 'CNI-FORWARD': ['-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT'] }, 5));
     const before = v4.calls.length;
     await configurator.teardown(ID, attachment);
-    expect(v4.calls.slice(before + 3).map((c) => c.argv)).toEqual([['iptables-save']]);
+    expect(v4.calls.slice(before + 5).map((c) => c.argv)).toEqual([['iptables-save']]);
   });
 
   it('keeps going when DEL fails and reports it', async () => {
@@ -328,6 +390,7 @@ describe('teardown', () => {
       {
         verb: 'DEL',
         network: 'nomad',
+        plugins: [{ type: 'loopback' }],
         attachment: {
           containerId: ID,
           netns: '/run/netns/a1',
@@ -449,6 +512,12 @@ describe('teardown', () => {
   });
 });
 
+/** The restore input that deletes `rules` of the nat table, then flushes and deletes `chains`. */
+function natRemoval(rules: readonly string[], chains: readonly string[]): string {
+  const ops = [...rules, ...chains.map((c) => `-F ${c}`), ...chains.map((c) => `-X ${c}`)];
+  return ['*nat', ...ops, 'COMMIT', ''].join('\n');
+}
+
 const LEAK = '0f8e3c1a-2b4d-4e6f-8a9b-c0d1e2f3a4b5';
 const noChain = exit(1, 'iptables: No chain/target/match by that name.');
 /** iptables-restore failing because the rules changed since they were read. */
@@ -462,12 +531,13 @@ function saved(...allocs: Omit<PluginShapes, 'network'>[]): string {
 }
 
 /**
- * Answers `iptables -S <chain>` from `listing` (a chain not in it does not exist), `times` times;
+ * Answers `iptables -S <chain> [1]` from `listing` (a chain not in it does not exist), `times` times;
  * reading the chain named `failing` fails with exit status 4.
  */
 function chains(listing: Record<string, readonly string[]>, times = 5, failing?: string): Reply[] {
   const answer: Reply = (spec) => {
-    const chain = spec.args.at(-1) ?? '';
+    // `-S <chain>`, or `-S <chain> 1` (whether it exists).
+    const [chain = ''] = spec.args.slice(spec.args.indexOf('-S') + 1);
     const rules = listing[chain];
     if (chain === failing) return exit(4, 'iptables v1.8.9 (nf_tables): busy');
     return rules === undefined ? noChain : ok([`-N ${chain}`, ...rules].join('\n'));
@@ -593,18 +663,14 @@ describe('forceCleanup', () => {
       ['iptables-restore', '--noflush', '--wait'],
     ]);
     expect(v4.calls[1]?.input).toBe(
-      [
-        '*nat',
-        `-D POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`,
-        `-D CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
-        `-D CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
-        `-F ${masq}`,
-        `-F ${dnat}`,
-        `-X ${masq}`,
-        `-X ${dnat}`,
-        'COMMIT',
-        '',
-      ].join('\n'),
+      natRemoval(
+        [
+          `-D POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`,
+          `-D CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+          `-D CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+        ],
+        [masq, dnat],
+      ),
     );
     expect(report.removed.reservations).toEqual([
       { network: 'nomad', address: '172.26.64.2', path: join(ipam, '172.26.64.2'), allocId: ID },

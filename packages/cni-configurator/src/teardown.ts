@@ -1,7 +1,8 @@
-// Teardown: DEL with what the ADD used (or with what the CNI runtime cached, without an
-// attachment, after removing the firewall's rules for the addresses the allocation still holds:
-// `sweepHeldAddresses`), then, always, the audit: whatever is still tagged with the allocation is
-// swept (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup` (operators) and
+// Teardown: DEL with what the ADD used, while the masquerade and DNAT chains go in one restore
+// beside it (native-del.ts), or, without an attachment, the whole chain's DEL with what the CNI
+// runtime cached, after removing the firewall's rules for the addresses the allocation still
+// holds (`sweepHeldAddresses`); then, always, the audit: whatever is still tagged with the
+// allocation is swept (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup` (operators) and
 // `sweepAfterFailure` (setup.ts, after a failed setup).
 //
 // Concurrency: teardowns of different allocations run in parallel with each other and with
@@ -21,6 +22,7 @@ import { listReservations, readReservation } from './ipam.js';
 import { allocChains, firewallSpecs, hasSpec, linesAbout, linesFirewallAbout } from './marks.js';
 import { EMPTY_PLAN, EMPTY_STATE, counts, isEmpty, joinStates } from './plan.js';
 import { checkAllocId } from './spec.js';
+import { nativeDel } from './native-del.js';
 import { plan, scan, sweep } from './sweep.js';
 import type { ScanOptions, Selection } from './sweep.js';
 import type {
@@ -173,13 +175,15 @@ interface Probe {
  * about 17 ms where iptables-save takes 138 ms (measured). Each question names the plugin whose
  * DEL it is about (`portmap` for `CNI-DN-<h>`, `firewall` for CNI-FORWARD, the bridge or ptp
  * plugin for `CNI-<h>` and the reservation), so that teardown asks it as soon as that plugin
- * exited, while the rest of the chain still runs; a question whose plugin never reported waits
- * for the whole DEL. Undefined when a plugin's marks are unknown: then only a sweep answers.
+ * exited, while the rest of the chain still runs; a question whose plugin never reported (portmap,
+ * left out of the DEL by native-del.ts) waits for the whole DEL. A chain `nativeRemoved` says went
+ * is not asked for. Undefined when a plugin's marks are unknown: then only a sweep answers.
  */
 function auditProbes(
   ctx: ConfiguratorContext,
   attachment: AllocAttachment,
   call: CallOptions,
+  nativeRemoved: Promise<ReadonlySet<string>>,
 ): Probe[] | undefined {
   const network = ctx.snapshotNetwork(attachment);
   if (!network.plugins.every((p) => KNOWN_MARKS.has(p.type))) return undefined;
@@ -194,9 +198,12 @@ function auditProbes(
   );
   for (const family of families) {
     const ipt = ctx.iptables[family];
+    // A chain removed beside the DEL is gone: nothing makes it again while this teardown runs.
+    const exists = async (chain: string) =>
+      !(await nativeRemoved).has(`${family}:${chain}`) && ipt.chainExists('nat', chain, call);
     probes.push(
-      { after: main, ask: () => ipt.chainExists('nat', chains.masq, call) },
-      { after: 'portmap', ask: () => ipt.chainExists('nat', chains.dnat, call) },
+      { after: main, ask: () => exists(chains.masq) },
+      { after: 'portmap', ask: () => exists(chains.dnat) },
     );
     if (facts.firewallAdminChain !== undefined) {
       // One read of CNI-FORWARD, shared by concurrent teardowns, begun after this firewall DEL.
@@ -300,6 +307,8 @@ export function createTeardown(
       let probes = probeRunner(undefined);
       // What went before the DEL (without an attachment: the firewall's rules).
       let removedFirst = EMPTY_STATE;
+      // The chains removed beside the DEL, as `family:chain` (native-del.ts).
+      let nativeRemoved: Promise<ReadonlySet<string>> = Promise.resolve(new Set());
       if (attachment === undefined) {
         // No attachment (a crash during a setup or between ADD and the record, or an unknown
         // allocation): the firewall's rules for the addresses it still holds go first, then DEL
@@ -332,10 +341,14 @@ export function createTeardown(
             'attachment.allocId',
             `is ${JSON.stringify(attachment.allocId)}, not ${JSON.stringify(allocId)}`,
           );
-        probes = probeRunner(auditProbes(ctx, attachment, call));
+        const network = ctx.snapshotNetwork(attachment);
+        // The masquerade and DNAT chains go in one restore beside the plugins' DEL (native-del.ts).
+        const native = nativeDel(ctx, network, attachment);
+        nativeRemoved = native?.remove(call) ?? nativeRemoved;
+        probes = probeRunner(auditProbes(ctx, attachment, call, nativeRemoved));
         const { pluginDone } = probes;
         try {
-          await runtime.del(ctx.snapshotNetwork(attachment), cniAttachment(attachment), {
+          await runtime.del(native?.network ?? network, cniAttachment(attachment), {
             ...call,
             onPluginDone: pluginDone,
           });
@@ -344,6 +357,8 @@ export function createTeardown(
           logger.warn('DEL failed; the audit removes what it left', { allocId, error: delError });
         }
       }
+      // The audit reads what is left only once those chains' restore is done.
+      await nativeRemoved;
       let removed: HostState;
       try {
         const probed = delError === undefined ? probes.answer() : Promise.resolve(undefined);

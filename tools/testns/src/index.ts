@@ -1,4 +1,5 @@
 export { createNetnsLab, requireNetworkTestHost, withNetnsLab } from './lab.js';
+export { comparableRuleset } from './ruleset.js';
 export type {
   ClientOptions,
   ExecOptions,

@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { createIpNetnsManager } from '@allocnet/netns';
 import { DEFAULT_CLIENT_SUBNET, clientLinkAddresses } from './client-link.js';
 import { namespaceName, runPrefix } from './names.js';
+import { comparableRuleset } from './ruleset.js';
 
 export interface ExecResult {
   readonly exitCode: number;
@@ -30,8 +31,9 @@ export interface TestNetns {
   /** The names of the links inside, `lo` included. */
   links(): Promise<string[]>;
   /**
-   * `iptables-save` then `ip6tables-save` inside, without the comment lines and with every
-   * counter zeroed: two of them compare equal exactly when the rules and chains are the same.
+   * `iptables-save` then `ip6tables-save` inside, made comparable (`comparableRuleset`: no
+   * comments, counters zeroed, no table that holds nothing): two of them compare equal exactly
+   * when the rules, chains and policies are the same.
    */
   ruleset(): Promise<string>;
 }
@@ -126,11 +128,7 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
             run(['ip', 'netns', 'exec', name, save]),
           ),
         );
-        return `${v4?.stdout ?? ''}\n${v6?.stdout ?? ''}`
-          .split('\n')
-          .filter((l) => !l.startsWith('#'))
-          .map((l) => l.replace(/\[\d+:\d+\]/, '[0:0]'))
-          .join('\n');
+        return comparableRuleset(`${v4?.stdout ?? ''}\n${v6?.stdout ?? ''}`);
       },
     };
   }

@@ -14,6 +14,8 @@ import { allocChains } from '../marks.js';
 export interface RuntimeCall {
   readonly verb: 'ADD' | 'CHECK' | 'DEL';
   readonly network: string;
+  /** The plugins the call ran, as their objects in the config (what each one's stdin holds). */
+  readonly plugins: readonly Readonly<Record<string, unknown>>[];
   readonly attachment: Attachment;
 }
 
@@ -62,7 +64,12 @@ export function createFakeRuntime(cacheDir: string): FakeRuntime {
   const dels: (Error | undefined)[] = [];
   const checks: (Error | undefined)[] = [];
   const record = (verb: RuntimeCall['verb'], network: NetworkConfig, attachment: Attachment) =>
-    calls.push({ verb, network: network.name, attachment });
+    calls.push({
+      verb,
+      network: network.name,
+      plugins: network.plugins.map((p) => p.raw),
+      attachment,
+    });
   const none = (): Promise<never> => Promise.reject(new Error('not used by the configurator'));
   return {
     calls,
@@ -112,7 +119,8 @@ export function createFakeRuntime(cacheDir: string): FakeRuntime {
         args: entry.cniArgs,
         capabilityArgs: entry.capabilityArgs,
       };
-      calls.push({ verb: 'DEL', network: entry.networkName, attachment });
+      const plugins = (JSON.parse(entry.config) as { plugins?: Record<string, unknown>[] }).plugins;
+      calls.push({ verb: 'DEL', network: entry.networkName, plugins: plugins ?? [], attachment });
       const next = dels.shift();
       if (next !== undefined) throw next;
       await this.cache.removeResult(entry.networkName, entry.containerId, entry.ifName);
