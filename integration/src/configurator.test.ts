@@ -5,7 +5,12 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniRuntime, createNodePluginExec } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
-import { allocChains, createCniConfigurator } from '@allocnet/cni-configurator';
+import {
+  allocChains,
+  createCniConfigurator,
+  defaultNetworkConfig,
+  defaultNetworkSettings,
+} from '@allocnet/cni-configurator';
 import type { AllocNetworkSpec, CniConfigurator } from '@allocnet/cni-configurator';
 import { addPluginShapes } from '@allocnet/cni-configurator/testing';
 import { createBatch, createIptables } from '@allocnet/iptables-node';
@@ -271,6 +276,47 @@ describe('the configurator on the real plugins', () => {
       expect(await reservations()).toEqual([]);
     },
   );
+
+  it('writes the masquerade rule for rule as the bridge plugin does, dual-stack, and removes it as its DEL does', async () => {
+    const c = await make({ ipv6: true });
+    const runtime = createCniRuntime({
+      pluginDirs: [PLUGIN_DIR],
+      cacheDir: join(tmp.path, 'plain-cache'),
+      exec: createNodePluginExec({ netns: node.name }),
+    });
+    const network = defaultNetworkConfig(
+      defaultNetworkSettings({ ipamDataDir: join(tmp.path, 'ipam'), ipv6Subnet: 'fd00:a:b::/64' }),
+    );
+    const allocId = spec().allocId;
+    const { masq } = allocChains(network.name, allocId);
+    // Both families' nat lines about the allocation, its addresses written as <v4> and <v6>.
+    const masquerade = async (v4: string, v6: string) => {
+      const lines = await Promise.all(
+        ['iptables', 'ip6tables'].map(
+          async (cmd) => (await node.exec([cmd, '-t', 'nat', '-S'])).stdout,
+        ),
+      );
+      return lines
+        .join('\n')
+        .split('\n')
+        .filter((l) => l.includes(masq))
+        .map((l) => l.replaceAll(v4, '<v4>').replaceAll(v6, '<v6>'));
+    };
+    // The plugin's own, through the CNI runtime alone.
+    const ctr = await lab.container();
+    const attachment = { containerId: allocId, netns: ctr.path, ifName: 'eth0' };
+    const added = await runtime.add(network, attachment);
+    const [pluginV4 = '', pluginV6 = ''] = added.result.ips.map((ip) => ip.address.split('/')[0]);
+    const byPlugin = await masquerade(pluginV4, pluginV6);
+    expect(byPlugin).toHaveLength(8);
+    await runtime.del(network, attachment);
+
+    // allocnet's, for the same allocation id in the same network.
+    const { status, attachment: kept } = await c.setup(spec({ allocId }), ctr.path);
+    expect(await masquerade(status.address, status.addressIpv6)).toEqual(byPlugin);
+    await c.teardown(allocId, kept);
+    expect(await masquerade(status.address, status.addressIpv6)).toEqual([]);
+  });
 
   it('reaps 1,000 leaked allocations in one call and brings iptables back to its baseline', async () => {
     const c = await make();

@@ -142,10 +142,12 @@ describe('setup', () => {
   it('makes the shared chains and NOMAD-ADMIN’s rule once, in one iptables-restore, before the first ADD', async () => {
     await make();
     await configurator.setup(spec, '/run/netns/a1');
+    // The last restore is the allocation's masquerade (below).
     expect(v4.calls.map((c) => c.argv)).toEqual([
       ['iptables-save'],
       ['iptables-save', '-t', 'filter'],
       ['iptables-save', '-t', 'nat'],
+      ['iptables-restore', '--noflush', '--wait'],
       ['iptables-restore', '--noflush', '--wait'],
     ]);
     expect(v4.calls[3]?.input).toBe(
@@ -164,9 +166,50 @@ describe('setup', () => {
       ].join('\n'),
     );
     expect(v6.calls).toEqual([]);
-    // Warm: the next setup touches no iptables at all before its ADD.
+    // Warm: the next setup touches no iptables at all before its ADD, only its masquerade after.
     await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2');
-    expect(v4.calls).toHaveLength(4);
+    expect(v4.calls).toHaveLength(6);
+  });
+
+  it('writes the masquerade itself once bridge answered, in one restore, and runs bridge without it', async () => {
+    await make();
+    await configurator.setup(spec, '/run/netns/a1');
+    expect(runtime.calls[0]?.plugins.map((p) => [p.type, p.ipMasq])).toEqual([
+      ['loopback', undefined],
+      ['bridge', false],
+      ['firewall', undefined],
+      ['portmap', undefined],
+    ]);
+    const { masq } = allocChains('nomad', ID);
+    const tag = `-m comment --comment "name: \\"nomad\\" id: \\"${ID}\\""`;
+    expect(v4.calls.at(-1)?.input).toBe(
+      [
+        '*nat',
+        `:${masq} - [0:0]`,
+        `-A ${masq} -d 172.26.64.2/20 ${tag} -j ACCEPT`,
+        `-A ${masq} ! -d 224.0.0.0/4 ${tag} -j MASQUERADE`,
+        `-A POSTROUTING -s 172.26.64.2/32 ${tag} -j ${masq}`,
+        'COMMIT',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('undoes the ADD and fails for good when the masquerade cannot be written', async () => {
+    await make();
+    await configurator.setup(spec, '/run/netns/a1');
+    v4.reply(exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed'));
+    const failed = await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toMatchObject({ code: 'setup-failed', attempts: 1 });
+    expect(runtime.calls.slice(1).map((c) => [c.verb, c.plugins.length])).toEqual([
+      ['ADD', 4],
+      // The whole chain as configured, so bridge un-masquerades whatever there may be.
+      ['DEL', 4],
+    ]);
+    expect(runtime.calls[2]?.plugins[1]).toMatchObject({ type: 'bridge', ipMasq: true });
   });
 
   it('retries ADD three times, 1 s + 0–999 ms apart with a DEL between, and counts the attempts', async () => {

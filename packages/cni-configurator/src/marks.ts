@@ -52,6 +52,45 @@ export function allocChains(network: string, allocId: string): { masq: string; d
   return { masq: `CNI-${hash.slice(0, 24)}`, dnat: `CNI-DN-${hash.slice(0, 21)}` };
 }
 
+/** What bridge and ptp (ipMasq) write for one address, as iptables specs. */
+export interface Masquerade {
+  readonly chain: string;
+  /** The chain's rules for the address: its subnet's ACCEPT, then the MASQUERADE. */
+  readonly rules: readonly (readonly string[])[];
+  /** The POSTROUTING rule that sends the address's packets to the chain. */
+  readonly jump: readonly string[];
+}
+
+/**
+ * bridge's and ptp's masquerade for one address of their result (`<ip>/<prefix>`): chain
+ * `CNI-<h>` with `-d <ip>/<prefix> … -j ACCEPT` (iptables keeps it as the subnet) and `! -d
+ * 224.0.0.0/4 … -j MASQUERADE` (IPv6: `ff00::/8`), and `POSTROUTING -s <ip>/32 … -j CNI-<h>`
+ * (`/128`), each with the comment `name: "<net>" id: "<id>"`. Undefined when the address is not
+ * one, or the comment would pass the 256 bytes the plugins cut comments at.
+ */
+export function masqueradeOf(
+  network: string,
+  allocId: string,
+  address: string,
+): Masquerade | undefined {
+  const slash = address.indexOf('/');
+  const ip = slash < 0 ? address : address.slice(0, slash);
+  if (slash < 0 || !ipaddr.isValid(ip)) return undefined;
+  const v6 = ipaddr.parse(ip).kind() === 'ipv6';
+  const comment = `name: "${network}" id: "${allocId}"`;
+  if (Buffer.byteLength(comment) > 256) return undefined;
+  const tagged = ['-m', 'comment', '--comment', comment];
+  const chain = allocChains(network, allocId).masq;
+  return {
+    chain,
+    rules: [
+      ['-d', address, ...tagged, '-j', 'ACCEPT'],
+      ['!', '-d', v6 ? 'ff00::/8' : '224.0.0.0/4', ...tagged, '-j', 'MASQUERADE'],
+    ],
+    jump: ['-s', `${ip}/${v6 ? 128 : 32}`, ...tagged, '-j', chain],
+  };
+}
+
 /** The chains of `allocIds` in each of `networks`, each with the allocation it belongs to. */
 export function chainsOf(
   allocIds: Iterable<string>,

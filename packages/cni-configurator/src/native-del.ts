@@ -36,7 +36,8 @@ const iptablesBackend = (value: unknown) => value === undefined || value === 'ip
 
 const portmapHandled = (p: PluginConfig) => p.type === 'portmap' && iptablesBackend(p.raw.backend);
 
-const masqHandled = (p: PluginConfig) =>
+/** bridge or ptp with a masquerade on iptables: its rules are `masqueradeOf`'s. */
+export const masqHandled = (p: PluginConfig) =>
   (p.type === 'bridge' || p.type === 'ptp') &&
   p.raw.ipMasq === true &&
   iptablesBackend(p.raw.ipMasqBackend);
@@ -54,7 +55,7 @@ function targets(network: NetworkConfig, allocId: string) {
 export function nativeDel(
   ctx: ConfiguratorContext,
   network: NetworkConfig,
-  attachment: AllocAttachment,
+  attachment: Pick<AllocAttachment, 'allocId' | 'addresses'>,
 ): NativeDel | undefined {
   const wanted = targets(network, attachment.allocId);
   if (wanted.length === 0) return undefined;

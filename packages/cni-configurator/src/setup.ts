@@ -29,6 +29,8 @@ import type { DefaultNetworkSettings } from './networks.js';
 import { resolveNetwork } from './networks.js';
 import { portMappings } from './ports.js';
 import { decodeSpec } from './spec.js';
+import { nativeDel } from './native-del.js';
+import { nativeMasquerade } from './native-masq.js';
 import { sweepAfterFailure } from './teardown.js';
 import type { AllocAttachment, CniConfigurator } from './types.js';
 
@@ -171,15 +173,64 @@ export function createSetup(
     call: { signal?: AbortSignal },
   ): Promise<{ result: CniResult; attempts: number }> {
     const { attemptsMax, delayMs, jitterMs, random, sleep } = ctx.retry;
+    const allocId = attachment.containerId;
+    // The masquerade is written beside the chain (native-masq.ts) once the main plugin answered.
+    const masq = nativeMasquerade(ctx, network, allocId);
     let attempts = 0;
     let first: unknown;
     try {
       const added = await pRetry(
         async () => {
           attempts++;
+          let told: CniResult | undefined;
+          let writing: Promise<void> | undefined;
+          const onPluginResult = (type: string, result: CniResult) => {
+            if (masq === undefined || type !== masq.mainType || writing !== undefined) return;
+            told = result;
+            writing = masq.write(result, call);
+            // Awaited below; a failure must not count as unhandled meanwhile.
+            writing.catch(() => undefined);
+          };
+          // What was written goes with the attempt: the chain's undo does not un-masquerade.
+          const unwrite = async () => {
+            if (writing === undefined || told === undefined) return;
+            await writing.catch(() => undefined);
+            await nativeDel(ctx, network, { allocId, addresses: resultAddresses(told) })?.remove(
+              call,
+            );
+          };
           try {
-            return await runtime.add(network, attachment, call);
+            const done = await runtime.add(masq?.network ?? network, attachment, {
+              ...call,
+              onPluginResult,
+            });
+            try {
+              await writing;
+            } catch (error) {
+              // The chain stands without its masquerade: undo it all; another attempt would
+              // write the same rules the same way.
+              logger.warn('writing the masquerade failed; undoing the ADD', {
+                allocId,
+                error: messageOf(error),
+              });
+              try {
+                await runtime.del(network, attachment, call);
+              } catch (delError) {
+                logger.warn('DEL after the masquerade failed failed too', {
+                  allocId,
+                  error: messageOf(delError),
+                });
+              }
+              await unwrite();
+              throw new AbortError(error instanceof Error ? error : new Error(messageOf(error)));
+            }
+            return done;
           } catch (error) {
+            if (error instanceof AbortError) {
+              first ??= error.originalError;
+              throw error;
+            }
+            await unwrite();
             first ??= error;
             const final =
               !isCniError(error) ||

@@ -8,6 +8,7 @@ import type { PluginExec, StartedPlugin } from './exec.js';
 import type { Logger } from './logger.js';
 import { findPlugin } from './lookup.js';
 import { pluginFailure } from './plugin-output.js';
+import type { CniResult } from './result.js';
 import { formatArgs } from './validate.js';
 import type { CniArgs } from './validate.js';
 
@@ -19,6 +20,12 @@ export interface CallOptions {
    * chain is gone while firewall and bridge still run).
    */
   readonly onPluginDone?: (type: string) => void;
+  /**
+   * Told, on ADD, each plugin's result as it exited, with its type, before the next plugin gets
+   * its stdin: a caller may start work that needs the addresses (the configurator writes the
+   * masquerade rules itself while the firewall and portmap run). Throwing from it is a bug.
+   */
+  readonly onPluginResult?: (type: string, result: CniResult) => void;
 }
 
 /** One plugin of a chain and the binary that runs it. */

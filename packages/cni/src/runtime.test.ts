@@ -450,6 +450,25 @@ describe('ADD', () => {
     expect(done).toEqual(['c', 'b', 'a']);
   });
 
+  it("tells the caller each plugin's ADD result before the next plugin gets its stdin", async () => {
+    await fakes(['a', { ADD: { result: RESULT } }], ['b']);
+    const events: string[] = [];
+    const told: [string, string[]][] = [];
+    const rt = runtime({ exec: loggingExec(events, 'ADD') });
+    await rt.add(network(['a', 'b']), ATTACH, {
+      onPluginResult: (type, result) => {
+        told.push([type, result.ips.map((ip) => ip.address)]);
+        events.push(`told ${type}`);
+      },
+    });
+    // b prints its prevResult back: the same address.
+    expect(told).toEqual([
+      ['a', ['172.26.64.2/20']],
+      ['b', ['172.26.64.2/20']],
+    ]);
+    expect(events.indexOf('told a')).toBeLessThan(events.indexOf('stdin b'));
+  });
+
   it('writes the ADD-in-progress marker durably before the first plugin runs', async () => {
     await fakes(['a']);
     const seen: boolean[] = [];

@@ -115,13 +115,9 @@ export async function add(
         });
       },
       (i, stdout) => {
-        prev = parsedResult(
-          (steps[i] as Step).plugin.type,
-          'ADD',
-          a.containerId,
-          stdout,
-          cniVersion,
-        );
+        const type = (steps[i] as Step).plugin.type;
+        prev = parsedResult(type, 'ADD', a.containerId, stdout, cniVersion);
+        call?.onPluginResult?.(type, prev);
       },
       // While the first plugin's process starts: settle the version, then put the intent on
       // disk, before that plugin gets its stdin.

@@ -26,6 +26,7 @@ export type BatchOp =
       readonly spec: readonly string[];
     }
   | { readonly kind: 'newChain'; readonly table: Table; readonly chain: string }
+  | { readonly kind: 'declareChain'; readonly table: Table; readonly chain: string }
   | { readonly kind: 'clearChain'; readonly table: Table; readonly chain: string }
   | { readonly kind: 'deleteChain'; readonly table: Table; readonly chain: string };
 
@@ -100,6 +101,16 @@ export class IptablesBatch {
     return this;
   }
 
+  /**
+   * Makes the chain, or empties it when it exists (iptables-restore's `:CHAIN - [0:0]` line under
+   * --noflush): rules appended after it are then the chain's whole content, however often the
+   * batch is applied.
+   */
+  declareChain(table: Table, chain: string): this {
+    this.#ops.push({ kind: 'declareChain', table: checkTable(table), chain: checkChain(chain) });
+    return this;
+  }
+
   /** Flushes the chain (`-F`): it must exist. */
   clearChain(table: Table, chain: string): this {
     this.#ops.push({ kind: 'clearChain', table: checkTable(table), chain: checkChain(chain) });
@@ -134,6 +145,8 @@ export function opArgs(op: BatchOp): string[] {
       return ['-D', op.chain, ...op.spec];
     case 'newChain':
       return ['-N', op.chain];
+    case 'declareChain':
+      return [`:${op.chain}`, '-', '[0:0]'];
     case 'clearChain':
       return ['-F', op.chain];
     case 'deleteChain':
@@ -158,8 +171,8 @@ export interface RestoreInput {
 /**
  * Writes ops as iptables-restore input: one `*table … COMMIT` block per table, tables in the order
  * they first appear, ops in their order within each table (iptables has no jumps across tables,
- * so grouping does not change what the batch means). Chains are made with `-N`, never with a
- * `:CHAIN` line, which under --noflush would flush a chain that exists.
+ * so grouping does not change what the batch means). Chains are made with `-N`; a `:CHAIN` line,
+ * which under --noflush empties a chain that exists, is written only for `declareChain`.
  */
 export function formatRestoreInput(ops: readonly BatchOp[]): RestoreInput {
   const byTable = new Map<Table, BatchOp[]>();
@@ -174,7 +187,7 @@ export function formatRestoreInput(ops: readonly BatchOp[]): RestoreInput {
     lines.push(`*${formatArg(table)}`);
     const firstLine = lines.length;
     const placed = tableOps.map((op) => {
-      lines.push(formatArgs(opArgs(op)));
+      lines.push(op.kind === 'declareChain' ? opArgs(op).join(' ') : formatArgs(opArgs(op)));
       return { line: lines.length, op };
     });
     lines.push('COMMIT');

@@ -336,6 +336,19 @@ describe('restore', () => {
     expect(exec.calls[0]?.input).toBe('*nat\n-X CNI-X\nCOMMIT\n');
   });
 
+  it('declares a chain with a `:CHAIN` line, which makes it or empties it, only when asked', async () => {
+    const { exec, ipt } = setup();
+    await ipt.restore(
+      createBatch()
+        .declareChain('nat', 'CNI-M')
+        .append('nat', 'CNI-M', ['-j', 'MASQUERADE'])
+        .newChain('nat', 'CNI-N'),
+    );
+    expect(exec.calls[0]?.input).toBe(
+      '*nat\n:CNI-M - [0:0]\n-A CNI-M -j MASQUERADE\n-N CNI-N\nCOMMIT\n',
+    );
+  });
+
   it('names the line and op iptables-restore blamed', async () => {
     const { exec, ipt } = setup();
     exec.reply(

@@ -87,10 +87,13 @@ export function createFakeRuntime(cacheDir: string): FakeRuntime {
       checks.push(...answers);
       return this;
     },
-    add(network, attachment) {
+    add(network, attachment, call) {
       record('ADD', network, attachment);
       const next = adds.shift() ?? addResult();
-      return next instanceof Error ? Promise.reject(next) : Promise.resolve(next);
+      if (next instanceof Error) return Promise.reject(next);
+      // Every plugin "answers" the final result, in chain order.
+      for (const plugin of network.plugins) call?.onPluginResult?.(plugin.type, next.result);
+      return Promise.resolve(next);
     },
     del(network, attachment, call) {
       record('DEL', network, attachment);
