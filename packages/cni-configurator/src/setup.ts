@@ -26,11 +26,11 @@ import { createGates } from './gates.js';
 import { ensureHostState, sharedChains } from './host.js';
 import type { AdminRule, SharedChain } from './host.js';
 import type { DefaultNetworkSettings } from './networks.js';
+import { nativeDel } from './native-del.js';
+import { nativeMasquerade } from './native-masq.js';
 import { resolveNetwork } from './networks.js';
 import { portMappings } from './ports.js';
 import { decodeSpec } from './spec.js';
-import { nativeDel } from './native-del.js';
-import { nativeMasquerade } from './native-masq.js';
 import { sweepAfterFailure } from './teardown.js';
 import type { AllocAttachment, CniConfigurator } from './types.js';
 

@@ -2,8 +2,8 @@
 // beside it (native-del.ts), or, without an attachment, the whole chain's DEL with what the CNI
 // runtime cached, after removing the firewall's rules for the addresses the allocation still
 // holds (`sweepHeldAddresses`); then, always, the audit: whatever is still tagged with the
-// allocation is swept (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup` (operators) and
-// `sweepAfterFailure` (setup.ts, after a failed setup).
+// allocation is swept (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup`
+// (operators) and `sweepAfterFailure` (setup.ts, after a failed setup).
 //
 // Concurrency: teardowns of different allocations run in parallel with each other and with
 // setups, CHECKs and reaps; the runner never runs two operations on one allocation at once, so an
@@ -20,9 +20,9 @@ import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
 import { listReservations, readReservation } from './ipam.js';
 import { allocChains, firewallSpecs, hasSpec, linesAbout, linesFirewallAbout } from './marks.js';
+import { nativeDel } from './native-del.js';
 import { EMPTY_PLAN, EMPTY_STATE, counts, isEmpty, joinStates } from './plan.js';
 import { checkAllocId } from './spec.js';
-import { nativeDel } from './native-del.js';
 import { plan, scan, sweep } from './sweep.js';
 import type { ScanOptions, Selection } from './sweep.js';
 import type {
