@@ -9,6 +9,7 @@ import { tempDir } from '@allocnet/cni/testing';
 import { createCniHandler, faultAnswer, faultOf } from './cni-handler.js';
 import type { CniAnswer, CniHandlerOptions } from './cni-handler.js';
 import { decodeCniRequest } from './cni-request.js';
+import { createReapGate } from './gate.js';
 import { silentAgentLogger } from './logging.js';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -71,6 +72,7 @@ async function answer(body: unknown, options: Partial<CniHandlerOptions> = {}): 
     reload: () => configurator.reload(),
     ignoreHostIps: false,
     logger: silentAgentLogger,
+    gate: createReapGate(),
     ...options,
   });
   const call = decodeCniRequest(body);
@@ -133,5 +135,23 @@ describe("the CNI handler's ADD under the agent's limits", () => {
     expect(runner.list()).toEqual([]);
     await answer(add(many(128), K8S));
     expect(configurator.callsOf('setup').map((c) => c.spec?.ports?.length)).toEqual([128]);
+  });
+});
+
+describe("the CNI handler's ADD and ReapLeaks", () => {
+  it('waits while a reap holds the gate, so the reap never sees its fresh state, then runs', async () => {
+    const gate = createReapGate();
+    let endReap: () => void = () => undefined;
+    const reap = gate.exclusive(() => new Promise<void>((resolve) => (endReap = resolve)));
+    const adding = answer(add([mapping(8080)], K8S), { gate });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Nothing recorded, nothing run while the reap lists and scans.
+    expect(configurator.callsOf('setup')).toEqual([]);
+    expect(runner.list()).toEqual([]);
+    endReap();
+    await reap;
+    await adding;
+    expect(configurator.callsOf('setup')).toHaveLength(1);
+    expect(runner.list()).toHaveLength(1);
   });
 });

@@ -13,6 +13,7 @@ import { portMappings } from '@allocnet/cni-configurator';
 import type { NetworkCatalog } from '@allocnet/cni-configurator';
 import { CniFault, attachmentAllocId, badField, requestFieldOf, specOfAdd } from './cni-request.js';
 import type { CniCall } from './cni-request.js';
+import type { ReapGate } from './gate.js';
 import type { AgentLogger } from './logging.js';
 import { DEFAULT_LIMITS } from './requests.js';
 import type { AllocLimits } from './requests.js';
@@ -104,6 +105,11 @@ export interface CniHandlerOptions {
   /** The agent's caps (config `limits`), as over gRPC. Default `DEFAULT_LIMITS`. */
   readonly limits?: AllocLimits;
   readonly logger: AgentLogger;
+  /**
+   * The agent's reap gate, shared with the gRPC setups: an ADD runs under its shared side, so a
+   * ReapLeaks (its exclusive side) never reaps the fresh state of an ADD it did not know about.
+   */
+  readonly gate: ReapGate;
 }
 
 export interface CniHandler {
@@ -147,8 +153,10 @@ export function createCniHandler(options: CniHandlerOptions): CniHandler {
     // `limits.maxCniArgs` code 7 naming env.CNI_ARGS (faultOf).
     const spec = decodeSpec(specOfAdd(call), options.limits ?? DEFAULT_LIMITS);
     await precheck(spec);
-    await runner.setup(spec, { signal });
-    const result = runner.get(spec.allocId)?.attachment?.result;
+    const result = await options.gate.shared(async () => {
+      await runner.setup(spec, { signal });
+      return runner.get(spec.allocId)?.attachment?.result;
+    });
     if (result === undefined)
       throw new CniFault(
         CNI_CODES.conflict,

@@ -284,6 +284,8 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
   checkNotAborted(signal);
   // The CNI server listens before restore, answering 503 (allocnet-cni's ADD waits, its DEL
   // queues) until restore and the queue replay are done.
+  // One reap gate for both doors: setups over gRPC and ADDs over CNI hold its shared side.
+  const gate = createReapGate();
   const cniHandler = createCniHandler({
     runner: theRunner,
     catalog: () => configurator.catalog(),
@@ -291,6 +293,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     ignoreHostIps: config.ignoreHostIps,
     limits: config.limits,
     logger: componentLogger(logger, 'cni-server'),
+    gate,
   });
   const cniServer = await startCniServer({
     socketPath: config.cni.socket,
@@ -317,7 +320,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     runtime,
     metrics,
     logger,
-    gate: createReapGate(),
+    gate,
     ignoreHostIps: config.ignoreHostIps,
     limits: config.limits,
     info: {
