@@ -52,8 +52,18 @@ export function allocChains(network: string, allocId: string): { masq: string; d
   return { masq: `CNI-${hash.slice(0, 24)}`, dnat: `CNI-DN-${hash.slice(0, 21)}` };
 }
 
+/**
+ * The comment bridge and ptp tag their masquerade with, `name: "<net>" id: "<id>"`; undefined when
+ * it would pass the 256 bytes the plugins cut comments at (their own ADD then writes it).
+ */
+export function masqueradeComment(network: string, allocId: string): string | undefined {
+  const comment = `name: "${network}" id: "${allocId}"`;
+  return Buffer.byteLength(comment) > 256 ? undefined : comment;
+}
+
 /** What bridge and ptp (ipMasq) write for one address, as iptables specs. */
 export interface Masquerade {
+  readonly family: Family;
   readonly chain: string;
   /** The chain's rules for the address: its subnet's ACCEPT, then the MASQUERADE. */
   readonly rules: readonly (readonly string[])[];
@@ -77,11 +87,12 @@ export function masqueradeOf(
   const ip = slash < 0 ? address : address.slice(0, slash);
   if (slash < 0 || !ipaddr.isValid(ip)) return undefined;
   const v6 = ipaddr.parse(ip).kind() === 'ipv6';
-  const comment = `name: "${network}" id: "${allocId}"`;
-  if (Buffer.byteLength(comment) > 256) return undefined;
+  const comment = masqueradeComment(network, allocId);
+  if (comment === undefined) return undefined;
   const tagged = ['-m', 'comment', '--comment', comment];
   const chain = allocChains(network, allocId).masq;
   return {
+    family: v6 ? 'ipv6' : 'ipv4',
     chain,
     rules: [
       ['-d', address, ...tagged, '-j', 'ACCEPT'],

@@ -17,9 +17,8 @@
 import type { CniResult, NetworkConfig } from '@allocnet/cni';
 import { createBatch } from '@allocnet/iptables-node';
 import type { CallOptions, Family } from '@allocnet/iptables-node';
-import { familyOf } from './address.js';
 import type { ConfiguratorContext } from './context.js';
-import { masqueradeOf, specKey } from './marks.js';
+import { masqueradeComment, masqueradeOf, specKey } from './marks.js';
 import { masqHandled } from './native-del.js';
 
 export interface NativeMasquerade {
@@ -39,8 +38,7 @@ export function nativeMasquerade(
   const mains = network.plugins.filter(masqHandled);
   const main = mains[0];
   if (main === undefined || mains.length > 1) return undefined;
-  // A name and id whose comment the plugins would cut: their own ADD writes it.
-  if (masqueradeOf(network.name, allocId, '10.0.0.1/8') === undefined) return undefined;
+  if (masqueradeComment(network.name, allocId) === undefined) return undefined;
   return {
     network: {
       ...network,
@@ -54,9 +52,9 @@ export function nativeMasquerade(
       const written = new Set<string>();
       // In the plugin's order: per address, its ACCEPT, the MASQUERADE, its jump, each once.
       for (const ip of result.ips) {
-        const family = familyOf(ip.address.split('/')[0] ?? '');
         const masq = masqueradeOf(network.name, allocId, ip.address);
-        if (family === undefined || masq === undefined) continue;
+        if (masq === undefined) continue;
+        const { family } = masq;
         let batch = batches.get(family);
         if (batch === undefined) {
           batch = createBatch().declareChain('nat', masq.chain);

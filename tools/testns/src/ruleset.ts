@@ -1,8 +1,8 @@
 // What `TestNetns.ruleset()` compares: iptables-save output made comparable between two moments.
 
 /**
- * `iptables-save` text without its comment and blank lines, every counter zeroed, and without the tables
- * that hold nothing: only built-in chains with the ACCEPT policy and no rule. Under nf_tables a
+ * `iptables-save` text without its comment and blank lines, every counter zeroed, and without the
+ * tables that hold nothing: only built-in chains with the ACCEPT policy and no rule. Under nf_tables a
  * table that any iptables command touched stays, empty, after its last rule went (and iptables
  * cannot delete it); it filters and translates nothing, so it is no state of the code under test.
  * Two results compare equal exactly when the rules, the chains and the policies are the same.
