@@ -1,6 +1,7 @@
-// glibc functions Node does not have, bound through koffi (already loaded by @allocnet/spawn for
-// posix_spawn): flock(2) for flock.ts, the datagram socket calls of notify.ts. Bound on first
-// use, so importing a module that needs one costs nothing until it is called.
+// glibc functions Node does not have, bound through koffi (already loaded here for posix_spawn),
+// for the packages above: the agent's flock(2) and datagram socket calls, iptables-node's netlink
+// socket. Bound on first use, so importing a module that needs one costs nothing until it is
+// called.
 import { createRequire } from 'node:module';
 import type * as Koffi from 'koffi';
 
