@@ -1,18 +1,24 @@
 // @allocnet/iptables-node against real iptables (nf_tables backend) inside throwaway namespaces.
 // Needs root. Every test makes its own node namespace and removes it; nothing runs in the root
 // namespace (the test command checks that the root iptables-save output did not change).
+import { readlink } from 'node:fs/promises';
 import {
   createBatch,
   createIptables,
   createSpawnExec,
   isIptablesError,
+  openNftLink,
 } from '@allocnet/iptables-node';
 import type {
   CommandExec,
   Iptables,
   IptablesBatch,
   IptablesError,
+  NftOp,
+  PlacedRule,
   Rule,
+  RuleHandles,
+  SavedTable,
 } from '@allocnet/iptables-node';
 import { addBridgeMasquerade, bridgeChainName } from '@allocnet/iptables-node/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
@@ -489,5 +495,135 @@ describe('commands against real iptables', () => {
     expect((await node.exec(['ip6tables-save', '-t', 'nat'])).stdout).not.toContain(ID);
     await expect(ip4.chainExists('nat', CHAIN)).resolves.toBe(false);
     expect((await node.exec(['iptables-save'])).stdout.replace(/^#.*\n/gm, '')).toBe(v4before);
+  });
+});
+
+describe('removal by rule handle (nf_tables, nft.ts)', () => {
+  const THIRD_ID = '0f0e0d0c-0000-4000-8000-00000000ef01';
+
+  /** The POSTROUTING jump of `id`, with its place, out of a saveAt of nat. */
+  function jumpOf(nat: SavedTable | undefined, id: string): PlacedRule {
+    const i = nat?.rules.findIndex((r) => r.chain === 'POSTROUTING' && r.comment?.includes(id));
+    const rule = i === undefined || i < 0 ? undefined : nat?.rules[i];
+    const position = i === undefined ? undefined : nat?.places?.positions[i];
+    const chainSize = nat?.places?.sizes.get('POSTROUTING');
+    if (rule === undefined || position === undefined || chainSize === undefined)
+      throw new Error(`no placed POSTROUTING jump for ${id}`);
+    return { rule, position, chainSize };
+  }
+
+  it('removes placed rules and chains in one transaction, and a second removal out of the same save goes on from the first', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await addMasquerade(ipt, '172.26.64.2', ID);
+    await addMasquerade(ipt, '172.26.64.3', OTHER_ID);
+    await addMasquerade(ipt, '172.26.64.4', THIRD_ID);
+    const saved = await ipt.saveAt?.({ table: 'nat' });
+    const generation = saved?.generation;
+    if (generation === undefined) throw new Error('saveAt read no generation on nf_tables');
+    const nat = saved?.tables[0];
+
+    const next = await ipt.removeAt?.(
+      { generation, lists: new Map() },
+      { rules: [jumpOf(nat, ID)], chains: [{ table: 'nat', chain: CHAIN }] },
+    );
+    expect(next?.generation).toBe(generation + 1);
+    let now = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
+    expect(now).not.toContain(ID);
+    expect(now).not.toContain(CHAIN);
+    expect(now).toContain(THIRD_ID);
+
+    // The third's jump is at its place in the save (third of three), not in today's chain.
+    const third = bridgeChainName('nomad', THIRD_ID);
+    await ipt.removeAt?.(next as RuleHandles, {
+      rules: [jumpOf(nat, THIRD_ID)],
+      chains: [{ table: 'nat', chain: third }],
+    });
+    now = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
+    expect(now).not.toContain(THIRD_ID);
+    expect(now.split('\n').filter((l) => l.includes(OTHER_ID))).toHaveLength(3);
+  });
+
+  it('removes nothing and says changed when the ruleset moved on after the save', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await addMasquerade(ipt, '172.26.64.2', ID);
+    const saved = await ipt.saveAt?.({ table: 'nat' });
+    // Someone else's rule, in another table: any commit moves the generation on.
+    await ipt.append('filter', 'INPUT', ['-s', '10.1.2.3/32', '-j', 'ACCEPT']);
+    const before = await ruleset();
+    const error = await caught(
+      ipt.removeAt?.(
+        { generation: saved?.generation ?? -1, lists: new Map() },
+        { rules: [jumpOf(saved?.tables[0], ID)], chains: [{ table: 'nat', chain: CHAIN }] },
+      ) ?? Promise.resolve(),
+    );
+    expect(error.code).toBe('changed');
+    expect(await ruleset()).toBe(before);
+  });
+
+  it('removes nothing and says changed when the rule at the place is not the saved one', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await addMasquerade(ipt, '172.26.64.2', ID);
+    await addMasquerade(ipt, '172.26.64.3', OTHER_ID);
+    const saved = await ipt.saveAt?.({ table: 'nat' });
+    const nat = saved?.tables[0];
+    const before = await ruleset();
+    // ID's rule at OTHER_ID's place.
+    const error = await caught(
+      ipt.removeAt?.(
+        { generation: saved?.generation ?? -1, lists: new Map() },
+        { rules: [{ ...jumpOf(nat, ID), position: jumpOf(nat, OTHER_ID).position }], chains: [] },
+      ) ?? Promise.resolve(),
+    );
+    expect(error.code).toBe('changed');
+    expect(error.message).toContain('is not the saved one');
+    expect(await ruleset()).toBe(before);
+  });
+
+  it('the kernel refuses a batch of a past generation whole (ERESTART), and the thread stays in its own namespace', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await addMasquerade(ipt, '172.26.64.2', ID);
+    const home = await readlink('/proc/thread-self/ns/net');
+    const link = openNftLink('ipv4', node.path);
+    try {
+      expect(await readlink('/proc/thread-self/ns/net')).toBe(home);
+      const past = link.generation();
+      const [jump] = link.rules('nat', 'POSTROUTING');
+      await ipt.append('filter', 'INPUT', ['-s', '10.1.2.3/32', '-j', 'ACCEPT']);
+      const before = await ruleset();
+      const ops: NftOp[] = [
+        { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: jump ?? -1n },
+        { kind: 'flushChain', table: 'nat', chain: CHAIN },
+        { kind: 'deleteChain', table: 'nat', chain: CHAIN },
+      ];
+      let refused: unknown;
+      try {
+        link.commit(past, ops);
+      } catch (error) {
+        refused = error;
+      }
+      expect(isIptablesError(refused) && refused.code).toBe('changed');
+      expect(await ruleset()).toBe(before);
+      // The same batch at today's generation goes through.
+      const now = link.generation();
+      expect(link.commit(now, ops)).toBe(now + 1);
+      expect(await ruleset()).not.toContain(ID);
+      // A change the kernel refuses (a chain that is not there) takes the whole batch back.
+      await addMasquerade(ipt, '172.26.64.2', ID);
+      const whole = await ruleset();
+      const [again] = link.rules('nat', 'POSTROUTING');
+      let missing: unknown;
+      try {
+        link.commit(link.generation(), [
+          { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: again ?? -1n },
+          { kind: 'deleteChain', table: 'nat', chain: 'CNI-NOT-THERE' },
+        ]);
+      } catch (error) {
+        missing = error;
+      }
+      expect(isIptablesError(missing) && missing.code).toBe('not-found');
+      expect(await ruleset()).toBe(whole);
+    } finally {
+      link.close();
+    }
   });
 });

@@ -10,6 +10,7 @@ import type { ErrorKind } from '@allocnet/base';
  * - `lock`: another process holds the xtables lock (legacy backend);
  * - `permission`: not root, or no CAP_NET_ADMIN in the target namespace;
  * - `parse`: iptables printed something this package cannot read;
+ * - `changed`: the ruleset changed since it was read (an nf_tables removal by rule handle, nft.ts);
  * - `spawn`, `timeout`, `aborted`: the process did not start, took too long, or was cancelled;
  * - `unknown`: a failure none of the above describes (read `stderr`).
  */
@@ -22,6 +23,7 @@ export type IptablesErrorCode =
   | 'lock'
   | 'permission'
   | 'parse'
+  | 'changed'
   | 'spawn'
   | 'timeout'
   | 'aborted'
@@ -37,6 +39,7 @@ const KINDS: Readonly<Record<IptablesErrorCode, ErrorKind>> = {
   lock: 'unavailable',
   permission: 'internal',
   parse: 'internal',
+  changed: 'conflict',
   spawn: 'unavailable',
   timeout: 'internal',
   aborted: 'aborted',

@@ -1,5 +1,13 @@
 export { createIptables } from './iptables.js';
-export type { Iptables, IptablesOptions } from './iptables.js';
+export type {
+  Iptables,
+  IptablesOptions,
+  PlacedRemoval,
+  PlacedRule,
+  RuleHandles,
+} from './iptables.js';
+export { openNftLink } from './nft.js';
+export type { NftLink, NftOp } from './nft.js';
 export type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';
 export type { BatchOp, RestoreBlock, RestoreInput } from './batch.js';

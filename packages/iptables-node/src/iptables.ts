@@ -8,9 +8,11 @@ import { createSpawnExec } from './exec.js';
 import type { CommandExec } from './exec.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
+import { openNftLink } from './nft.js';
+import type { NftLink, NftOp } from './nft.js';
 import { restoreOps } from './restore.js';
 import type { Rule } from './rule.js';
-import { createRuleMemo, parseRuleListing } from './save.js';
+import { createRuleMemo, parseIptablesSave, parseRuleListing } from './save.js';
 import type { Chain, SavedTable } from './save.js';
 import { checkChain, checkPosition, checkSpec, checkTable, netnsPath } from './validate.js';
 import type { Family, Table } from './validate.js';
@@ -33,6 +35,36 @@ export interface IptablesOptions {
   readonly timeoutMs?: number;
   /** Where `nsenter` is. Default `nsenter` on PATH. */
   readonly nsenterPath?: string;
+  /**
+   * Opens the netlink link `saveAt` and `removeAt` use (nft.ts); default `openNftLink`. `false`:
+   * none (`saveAt` then reads no generation).
+   */
+  readonly nft?: ((family: Family, netns: string | undefined) => NftLink) | false;
+}
+
+/** A rule to remove by its place in a save (`SavedTable.places`). */
+export interface PlacedRule {
+  readonly rule: Rule;
+  /** 0-based, in its chain. */
+  readonly position: number;
+  /** How many rules its chain had in the save. */
+  readonly chainSize: number;
+}
+
+/**
+ * What a removal by handle knows of an nf_tables ruleset: its generation, and the handles of the
+ * chains read so far, in their order at the save the places come from (handles never change).
+ * `removeAt` takes one and gives the next, for the next removal out of the same save.
+ */
+export interface RuleHandles {
+  readonly generation: number;
+  readonly lists: ReadonlyMap<string, readonly bigint[]>;
+}
+
+/** What `removeAt` removes: rules by place, then chains (flushed, then deleted). */
+export interface PlacedRemoval {
+  readonly rules: readonly PlacedRule[];
+  readonly chains: readonly { readonly table: Table; readonly chain: string }[];
 }
 
 /** A typed iptables for one family and one network namespace. Every command gets `--wait`. */
@@ -95,6 +127,23 @@ export interface Iptables {
    * iptables-save runs fewer over two tables). For callers that scan again after a failure.
    */
   restore(batch: IptablesBatch, options?: RestoreOptions): Promise<void>;
+  /**
+   * `save`, and the nf_tables ruleset generation the save shows: undefined when the backend is
+   * not nf_tables, the netlink link cannot be had, or the ruleset changed while it was read.
+   */
+  saveAt?(
+    options?: SaveOptions,
+  ): Promise<{ readonly tables: readonly SavedTable[]; readonly generation: number | undefined }>;
+  /**
+   * Removes rules by their place in a save (`saveAt`), and flushes and deletes chains, in one
+   * nf_tables transaction by rule handle (nft.ts): all or nothing, and only if the ruleset is
+   * still at `at.generation` (`{ generation, lists: new Map() }` for the save's), else `changed`
+   * (nothing removed). Also `changed` when a chain read for the first time does not agree with
+   * the save (its size, a rule's comment or the CNI chain it jumps to). Resolves what the next
+   * removal out of the same save starts from, when this one was the only change since; else
+   * undefined.
+   */
+  removeAt?(at: RuleHandles, removal: PlacedRemoval): Promise<RuleHandles | undefined>;
 }
 
 function checkWhole(value: number, field: string, min: number): number {
@@ -119,6 +168,7 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
       : ['--wait', String(checkWhole(options.waitSeconds, 'waitSeconds', 0))];
   const nsenter = options.nsenterPath ?? 'nsenter';
   const commands = createCommands({ family, netns, exec, logger, timeoutMs, wait, nsenter });
+  const nft = options.nft ?? openNftLink;
 
   const tableArgs = (table: Table): string[] => [
     commands.binaries.main,
@@ -136,7 +186,7 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
     return commands.parsed(argv, () => parseRuleListing(table, stdout, memo));
   }
 
-  return {
+  const iptables: Iptables = {
     family,
     netns,
 
@@ -217,5 +267,117 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
       const { perTable, ...call } = options ?? {};
       await restoreOps(commands, batch.ops, call, perTable === true);
     },
+
+    async saveAt(call) {
+      let link: NftLink | undefined;
+      try {
+        link = nft === false ? undefined : nft(family, netns);
+      } catch (error) {
+        logger.debug('iptables: no nf_tables link; saving without a generation', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+      try {
+        const before = link?.generation();
+        const argv = [
+          commands.binaries.save,
+          ...(call?.table === undefined ? [] : ['-t', checkTable(call.table)]),
+        ];
+        const stdout = await commands.run(argv, call);
+        const after = link?.generation();
+        const tables = commands.parsed(argv, () => parseIptablesSave(stdout, call?.lines));
+        // The header names the backend: `# Generated by iptables-save v1.8.9 (nf_tables) on …`.
+        const nfTables = /^# Generated by \S+ v\S+ \(nf_tables\)/m.test(stdout.slice(0, 200));
+        return { tables, generation: nfTables && before === after ? before : undefined };
+      } finally {
+        link?.close();
+      }
+    },
+
+    removeAt(at, removal) {
+      // Synchronous underneath (nft.ts); a throw becomes the promise's rejection.
+      return new Promise((resolve) => {
+        resolve(removeAtNow(at, removal));
+      });
+    },
   };
+
+  return iptables;
+
+  function removeAtNow(at: RuleHandles, removal: PlacedRemoval): RuleHandles | undefined {
+    if (nft === false)
+      throw new IptablesError('removeAt: this Iptables has no nf_tables link', {
+        code: 'invalid-argument',
+      });
+    const started = performance.now();
+    const { generation } = at;
+    const link = nft(family, netns);
+    try {
+      const changed = (why: string) =>
+        new IptablesError(`nf_tables removal: ${why}; nothing was removed`, { code: 'changed' });
+      if (link.generation() !== generation)
+        throw changed(`the ruleset is no longer at generation ${generation}`);
+      // The chains not read yet: the places to remove there, and the text each rule's message
+      // must hold (its comment, and the name of a CNI chain it jumps to; a verdict such as
+      // ACCEPT is a number): the kernel's rule at that place must be the saved one. A chain
+      // read before is as it was then but for what the removals since took, by handle.
+      const unread = new Map<
+        string,
+        { table: Table; chain: string; size: number; texts: Map<number, string[]> }
+      >();
+      for (const { rule, position, chainSize } of removal.rules) {
+        const key = `${rule.table} ${rule.chain}`;
+        if (at.lists.has(key)) continue;
+        let chain = unread.get(key);
+        if (chain === undefined) {
+          chain = { table: rule.table, chain: rule.chain, size: chainSize, texts: new Map() };
+          unread.set(key, chain);
+        }
+        const target = rule.target?.name;
+        chain.texts.set(
+          position,
+          [rule.comment, target?.startsWith('CNI-') === true ? target : undefined].filter(
+            (t): t is string => t !== undefined && t !== '',
+          ),
+        );
+      }
+      const lists = new Map(at.lists);
+      for (const [key, c] of unread) {
+        let stranger: number | undefined;
+        const list = link.rules(c.table, c.chain, (index, message) => {
+          const texts = c.texts.get(index);
+          if (texts !== undefined && texts.some((t) => !message.includes(t))) stranger ??= index;
+        });
+        if (list.length !== c.size)
+          throw changed(`${key} has ${list.length} rules, the save showed ${c.size}`);
+        if (stranger !== undefined)
+          throw changed(`rule ${stranger + 1} of ${key} is not the saved one`);
+        lists.set(key, list);
+      }
+      if (link.generation() !== generation)
+        throw changed(`the ruleset moved on from generation ${generation} while it was read`);
+      const ops: NftOp[] = [];
+      for (const { rule, position } of removal.rules) {
+        const handle = lists.get(`${rule.table} ${rule.chain}`)?.[position];
+        if (handle === undefined)
+          throw changed(`place ${position + 1} is beyond ${rule.table} ${rule.chain}`);
+        ops.push({ kind: 'deleteRule', table: rule.table, chain: rule.chain, handle });
+      }
+      for (const c of removal.chains)
+        ops.push({ kind: 'flushChain', table: checkTable(c.table), chain: checkChain(c.chain) });
+      for (const c of removal.chains)
+        ops.push({ kind: 'deleteChain', table: c.table, chain: c.chain });
+      const after = ops.length === 0 ? generation : link.commit(generation, ops);
+      logger.debug('nf_tables removal', {
+        family,
+        rules: removal.rules.length,
+        chains: removal.chains.length,
+        ms: Math.round(performance.now() - started),
+        ...(netns === undefined ? {} : { netns }),
+      });
+      return after === undefined ? undefined : { generation: after, lists };
+    } finally {
+      link.close();
+    }
+  }
 }

@@ -199,11 +199,28 @@ function render(saved: readonly SavedTable[], counters: boolean): string {
   return `${out.join('\n')}\n`;
 }
 
+/** Tables without `places`, which the generated ones do not have. */
+const unplaced = (parsed: readonly SavedTable[]) =>
+  parsed.map(({ name, chains, rules }) => ({ name, chains, rules }));
+
+/** Each rule's index among its chain's rules, and each chain's rule count, in order. */
+function placesOf(rules: readonly { readonly chain: string }[]) {
+  const sizes = new Map<string, number>();
+  const positions = rules.map((r) => {
+    const n = sizes.get(r.chain) ?? 0;
+    sizes.set(r.chain, n + 1);
+    return n;
+  });
+  return { positions, sizes };
+}
+
 describe('parseIptablesSave round trip', () => {
-  it('reads back exactly the ruleset it wrote', () => {
+  it('reads back exactly the ruleset it wrote, each rule placed in its chain', () => {
     fc.assert(
       fc.property(tables, fc.boolean(), (saved, counters) => {
-        expect(parseIptablesSave(render(saved, counters))).toEqual(saved);
+        const parsed = parseIptablesSave(render(saved, counters));
+        expect(unplaced(parsed)).toEqual(saved);
+        expect(parsed.map((t) => t.places)).toEqual(saved.map((t) => placesOf(t.rules)));
       }),
       parameters(500),
     );
@@ -212,7 +229,35 @@ describe('parseIptablesSave round trip', () => {
   it('reads the same ruleset with a filter that keeps every line', () => {
     fc.assert(
       fc.property(tables, (saved) => {
-        expect(parseIptablesSave(render(saved, false), () => true)).toEqual(saved);
+        const text = render(saved, false);
+        expect(parseIptablesSave(text, () => true)).toEqual(parseIptablesSave(text));
+      }),
+      parameters(200),
+    );
+  });
+
+  it('places the rules a filter keeps where the whole parse places them', () => {
+    fc.assert(
+      fc.property(tables, fc.integer({ min: 2, max: 5 }), (saved, every) => {
+        const text = render(saved, false);
+        const whole = parseIptablesSave(text);
+        // The `-A` lines the filter keeps, by their order in the text (over every table).
+        const kept: number[] = [];
+        let n = 0;
+        const parsed = parseIptablesSave(text, (line) => {
+          if (!line.startsWith('-A ')) return true;
+          if (n % every === 0) kept.push(n);
+          return n++ % every === 0;
+        });
+        const wholeRules = whole.flatMap((t) => t.rules.map((_, i) => t.places?.positions[i]));
+        const parsedRules = parsed.flatMap((t) => t.rules.map((_, i) => t.places?.positions[i]));
+        expect(parsed.map((t) => t.places?.sizes)).toEqual(whole.map((t) => t.places?.sizes));
+        if (parsedRules.length === wholeRules.length) {
+          // A quoted argument spanning lines: everything was parsed.
+          expect(parsed).toEqual(whole);
+        } else {
+          expect(parsedRules).toEqual(kept.map((k) => wholeRules[k]));
+        }
       }),
       parameters(200),
     );

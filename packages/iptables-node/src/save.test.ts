@@ -154,6 +154,31 @@ describe('parseIptablesSave with a line filter', () => {
     ]);
   });
 
+  it('gives each kept rule its place in its chain, the refused ones counted, and each chain its size', () => {
+    const [nat] = parseIptablesSave(text, (line) => line.includes('CNI-bbb'));
+    // POSTROUTING's second rule (the first was refused), CNI-bbb's first.
+    expect(nat?.places?.positions).toEqual([1, 0]);
+    expect([...(nat?.places?.sizes ?? [])]).toEqual([
+      ['POSTROUTING', 2],
+      ['CNI-bbb', 1],
+    ]);
+    const [whole] = parseIptablesSave(text);
+    expect(whole?.places?.positions).toEqual([0, 1, 0]);
+    expect(whole?.places?.sizes).toEqual(nat?.places?.sizes);
+  });
+
+  it('places rules the same way with counters first (iptables-save -c)', () => {
+    const counted =
+      '*nat\n[1:2] -A X -j ACCEPT\n[3:4] -A Y -j ACCEPT\n[5:6] -A X -j DROP\nCOMMIT\n';
+    const [kept] = parseIptablesSave(counted, (line) => line.endsWith('DROP'));
+    expect(kept?.rules.map((r) => r.spec)).toEqual([['-j', 'DROP']]);
+    expect(kept?.places?.positions).toEqual([1]);
+    expect([...(kept?.places?.sizes ?? [])]).toEqual([
+      ['X', 2],
+      ['Y', 1],
+    ]);
+  });
+
   it('keeps the line numbers of errors', () => {
     expect(() =>
       parseIptablesSave('*nat\n-A X skipped\n-A X foo -j ACCEPT\nCOMMIT\n', (l) =>
@@ -170,6 +195,7 @@ describe('parseIptablesSave with a line filter', () => {
       ['X', 'two\nlines'],
       ['Y', undefined],
     ]);
+    expect(nat?.places?.positions).toEqual([0, 0]);
   });
 });
 

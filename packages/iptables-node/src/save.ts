@@ -1,4 +1,4 @@
-import { QuoteError, splitStatements } from './quote.js';
+import { QuoteError, eachStatement, splitArgs, splitStatements } from './quote.js';
 import type { Statement, Token } from './quote.js';
 import { RuleParseError, ruleFromTokens } from './rule.js';
 import type { Rule } from './rule.js';
@@ -17,6 +17,15 @@ export interface SavedTable {
   readonly name: Table;
   readonly chains: readonly Chain[];
   readonly rules: readonly Rule[];
+  /**
+   * Where each of `rules` is in its chain (0-based, the rules a `keep` filter left unparsed
+   * counted), and how many rules each chain has: what a removal by position needs (nft.ts).
+   * Set by `parseIptablesSave`.
+   */
+  readonly places?: {
+    readonly positions: readonly number[];
+    readonly sizes: ReadonlyMap<string, number>;
+  };
 }
 
 /** What `iptables -S` prints for a table or a chain. */
@@ -38,6 +47,16 @@ export class SaveParseError extends Error {
 function statementsOf(text: string): Statement[] {
   try {
     return splitStatements(text);
+  } catch (error) {
+    if (error instanceof QuoteError) throw new SaveParseError(error.message, error.line);
+    throw error;
+  }
+}
+
+/** `eachStatement`, its quote errors as `SaveParseError`s. */
+function eachStatementOf(text: string, visit: (statement: Statement) => void): void {
+  try {
+    eachStatement(text, visit);
   } catch (error) {
     if (error instanceof QuoteError) throw new SaveParseError(error.message, error.line);
     throw error;
@@ -73,19 +92,53 @@ function opensQuote(line: string): boolean {
   return open;
 }
 
+/** The chain of an `-A` line (`[packets:bytes]` first or not); undefined for other lines. */
+function appendedChain(line: string): string | undefined {
+  const from = line.startsWith('[') ? line.indexOf(']') + 2 : 0;
+  const flag = line.startsWith('-A ', from) ? 3 : line.startsWith('--append ', from) ? 9 : 0;
+  if (flag === 0) return undefined;
+  const end = line.indexOf(' ', from + flag);
+  const chain = line.slice(from + flag, end < 0 ? undefined : end);
+  // A name iptables-save had to quote (never a real chain's): read it as the parser does.
+  if (!/["'\\#]/.test(chain)) return chain;
+  const args = splitArgs(line.slice(from));
+  return args[1];
+}
+
 /**
  * `text` with the lines `keep` refuses blanked (so line numbers stay), table headers and COMMIT
- * always kept; undefined when a quoted argument spans lines, where lines cannot be judged alone.
+ * always kept, and each kept rule's place in its chain by line number (the refused ones
+ * counted); undefined when a quoted argument spans lines, where lines cannot be judged alone.
  */
-function keepLines(text: string, keep: (line: string) => boolean): string | undefined {
+function keepLines(
+  text: string,
+  keep: (line: string) => boolean,
+):
+  | { text: string; places: Map<number, number>; sizes: Map<string, Map<string, number>> }
+  | undefined {
   const lines = text.split('\n');
+  const places = new Map<number, number>();
+  const sizes = new Map<string, Map<string, number>>();
+  let counts = new Map<string, number>();
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] as string;
     if (line.includes('"') && opensQuote(line)) return undefined;
-    if (line.startsWith('*') || line === 'COMMIT' || keep(line)) continue;
+    if (line.startsWith('*')) {
+      counts = new Map();
+      sizes.set(line.slice(1), counts);
+      continue;
+    }
+    if (line === 'COMMIT') continue;
+    const chain = appendedChain(line);
+    const place = chain === undefined ? undefined : (counts.get(chain) ?? 0);
+    if (chain !== undefined && place !== undefined) counts.set(chain, place + 1);
+    if (keep(line)) {
+      if (place !== undefined) places.set(i + 1, place);
+      continue;
+    }
     lines[i] = '';
   }
-  return lines.join('\n');
+  return { text: lines.join('\n'), places, sizes };
 }
 
 /**
@@ -99,9 +152,24 @@ function keepLines(text: string, keep: (line: string) => boolean): string | unde
  */
 export function parseIptablesSave(text: string, keep?: (line: string) => boolean): SavedTable[] {
   const tables: SavedTable[] = [];
-  let current: { name: Table; chains: Chain[]; rules: Rule[] } | undefined;
-  const kept = keep === undefined ? text : (keepLines(text, keep) ?? text);
-  for (const statement of statementsOf(kept)) {
+  let current:
+    | {
+        name: Table;
+        chains: Chain[];
+        rules: Rule[];
+        positions: number[];
+        sizes: Map<string, number>;
+      }
+    | undefined;
+  const kept = keep === undefined ? undefined : keepLines(text, keep);
+  /** The rule just parsed: its place, from `kept` or counted here (every rule parsed). */
+  const place = (statement: Statement, chain: string): void => {
+    if (current === undefined) return;
+    const counted = current.sizes.get(chain) ?? 0;
+    current.positions.push(kept?.places.get(statement.line) ?? counted);
+    if (kept === undefined) current.sizes.set(chain, counted + 1);
+  };
+  eachStatementOf(kept?.text ?? text, (statement) => {
     const words = values(statement.tokens);
     const head = words[0] as string;
     const at = `line ${statement.line}`;
@@ -112,11 +180,18 @@ export function parseIptablesSave(text: string, keep?: (line: string) => boolean
       if (!(TABLES as readonly string[]).includes(name)) {
         throw new SaveParseError(`${at}: unknown table ${JSON.stringify(name)}`, statement.line);
       }
-      current = { name: name as Table, chains: [], rules: [] };
+      current = {
+        name: name as Table,
+        chains: [],
+        rules: [],
+        positions: [],
+        sizes: kept?.sizes.get(name) ?? new Map<string, number>(),
+      };
     } else if (current === undefined) {
       throw new SaveParseError(`${at}: ${JSON.stringify(head)} outside a table`, statement.line);
     } else if (head === 'COMMIT') {
-      tables.push(current);
+      const { positions, sizes, ...table } = current;
+      tables.push({ ...table, places: { positions, sizes } });
       current = undefined;
     } else if (head.startsWith(':')) {
       const policy = words[1];
@@ -124,16 +199,18 @@ export function parseIptablesSave(text: string, keep?: (line: string) => boolean
         throw new SaveParseError(`${at}: chain ${head} has no policy`, statement.line);
       current.chains.push({ name: head.slice(1), policy: policy === '-' ? undefined : policy });
     } else if (head === '-A' || head === '--append') {
-      current.rules.push(parseRule(current.name, statement));
+      const rule = parseRule(current.name, statement);
+      current.rules.push(rule);
+      place(statement, rule.chain);
     } else if (head.startsWith('[') && words[1] === '-A') {
       // `iptables-save -c` puts [packets:bytes] first.
-      current.rules.push(
-        parseRule(current.name, { ...statement, tokens: statement.tokens.slice(1) }),
-      );
+      const rule = parseRule(current.name, { ...statement, tokens: statement.tokens.slice(1) });
+      current.rules.push(rule);
+      place(statement, rule.chain);
     } else {
       throw new SaveParseError(`${at}: unexpected ${JSON.stringify(head)}`, statement.line);
     }
-  }
+  });
   if (current) throw new SaveParseError(`table ${current.name} has no COMMIT`, 0);
   return tables;
 }
