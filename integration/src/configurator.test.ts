@@ -14,6 +14,7 @@ import {
 import type { AllocNetworkSpec, CniConfigurator } from '@allocnet/cni-configurator';
 import { addPluginShapes } from '@allocnet/cni-configurator/testing';
 import { createBatch, createIptables } from '@allocnet/iptables-node';
+import type { Iptables } from '@allocnet/iptables-node';
 import { createNetnsLab, echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
 
@@ -50,7 +51,9 @@ afterEach(async () => {
   }
 });
 
-async function make(options: { attempts?: number; ipv6?: boolean } = {}): Promise<CniConfigurator> {
+async function make(
+  options: { attempts?: number; ipv6?: boolean; ipv4?: Iptables } = {},
+): Promise<CniConfigurator> {
   configurator = await createCniConfigurator({
     runtime: createCniRuntime({
       pluginDirs: [PLUGIN_DIR],
@@ -58,7 +61,7 @@ async function make(options: { attempts?: number; ipv6?: boolean } = {}): Promis
       exec: createNodePluginExec({ netns: node.name }),
     }),
     iptables: {
-      ipv4: createIptables({ netns: node.path }),
+      ipv4: options.ipv4 ?? createIptables({ netns: node.path }),
       ipv6: createIptables({ family: 'ipv6', netns: node.path }),
     },
     defaultNetwork: {
@@ -318,13 +321,27 @@ describe('the configurator on the real plugins', () => {
     expect(await masquerade(status.address, status.addressIpv6)).toEqual([]);
   });
 
-  it('reaps 1,000 leaked allocations in one call and brings iptables back to its baseline', async () => {
-    const c = await make();
-    const warm = await lab.container();
-    const first = await c.setup(spec({ ports: [{ label: 'p', value: 9000 }] }), warm.path);
-    await c.teardown(first.status.allocId, first.attachment);
-    const before = await node.ruleset();
+  /** IPv4 iptables of the node that counts the sweep's calls, and runs `beforeRemoveAt` first. */
+  function counted(beforeRemoveAt?: () => Promise<void>) {
+    const real = createIptables({ netns: node.path });
+    const calls = { restore: 0, removeAt: 0 };
+    const ipt: Iptables = {
+      ...real,
+      restore: (batch, options) => {
+        calls.restore++;
+        return real.restore(batch, options);
+      },
+      removeAt: async (at, removal) => {
+        calls.removeAt++;
+        await beforeRemoveAt?.();
+        return (real.removeAt as NonNullable<Iptables['removeAt']>)(at, removal);
+      },
+    };
+    return { ipt, calls };
+  }
 
+  /** 1,000 leaked allocations in the plugins' shapes, a third with reservation files; their ids. */
+  async function leak(): Promise<string[]> {
     const ipt = createIptables({ netns: node.path });
     const batch = createBatch();
     const ipamDir = join(tmp.path, 'ipam', 'nomad');
@@ -344,16 +361,69 @@ describe('the configurator on the real plugins', () => {
       if (i % 3 === 0) await writeFile(join(ipamDir, ip), `${id}\r\neth0`);
     }
     await ipt.restore(batch);
+    return ids;
+  }
+
+  it('reaps 1,000 leaked allocations in one call, by rule handle, and brings iptables back to its baseline', async () => {
+    const { ipt, calls } = counted();
+    const c = await make({ ipv4: ipt });
+    const warm = await lab.container();
+    const first = await c.setup(spec({ ports: [{ label: 'p', value: 9000 }] }), warm.path);
+    await c.teardown(first.status.allocId, first.attachment);
+    const before = await node.ruleset();
+    const ids = await leak();
 
     const found = await c.findLeaks([]);
     expect(found.leaks.map((l) => l.allocId)).toEqual(ids);
     const progress: number[] = [];
+    calls.restore = 0;
     const report = await c.reapLeaks([], { onProgress: (p) => progress.push(p.done) });
     expect(report.failed).toEqual([]);
     expect(report.reaped).toHaveLength(1000);
     expect(progress.at(-1)).toBe(1000);
+    // Two batches of 500, each one nf_tables transaction; no iptables-restore.
+    expect(calls).toEqual({ restore: 0, removeAt: 2 });
     expect(await node.ruleset()).toEqual(before);
     expect(await reservations()).toEqual([]);
     expect((await c.findLeaks([])).leaks).toEqual([]);
+  });
+
+  it('reaps by iptables-restore when the ruleset changed after the scan, keeping the newcomer', async () => {
+    const real = createIptables({ netns: node.path });
+    const newcomer = [
+      '-s',
+      '10.7.7.7/32',
+      '-m',
+      'comment',
+      '--comment',
+      'newcomer',
+      '-j',
+      'ACCEPT',
+    ];
+    let changed = false;
+    const { ipt, calls } = counted(async () => {
+      // Another program's rule lands between the reap's scan and its first removal.
+      if (!changed) await real.append('filter', 'FORWARD', newcomer);
+      changed = true;
+    });
+    const c = await make({ ipv4: ipt });
+    await real.restore(
+      createBatch()
+        .newChain('filter', 'CNI-FORWARD')
+        .newChain('nat', 'CNI-HOSTPORT-DNAT')
+        .newChain('nat', 'CNI-HOSTPORT-SETMARK'),
+    );
+    const before = await node.ruleset();
+    await leak();
+    calls.restore = 0;
+
+    const report = await c.reapLeaks([]);
+    expect(report.failed).toEqual([]);
+    expect(report.reaped).toHaveLength(1000);
+    // The first batch found the generation moved on and went by iptables-restore; the scan's
+    // generation is then given up, so the second batch does too.
+    expect(calls).toEqual({ restore: 2, removeAt: 1 });
+    await real.delete('filter', 'FORWARD', newcomer);
+    expect(await node.ruleset()).toEqual(before);
   });
 });

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { CniResult } from '@allocnet/cni';
 import type { Family } from '@allocnet/iptables-node';
@@ -63,6 +64,9 @@ export function dnsOf(result: CniResult): DnsConfig | undefined {
 
 /** The family of an address (no prefix length), or undefined when it is not one. */
 export function familyOf(address: string): Family | undefined {
+  // Node's own check first (native, strict): the spellings iptables and host-local print.
+  const version = isIP(address);
+  if (version !== 0) return version === 6 ? 'ipv6' : 'ipv4';
   if (!ipaddr.isValid(address)) return undefined;
   return ipaddr.parse(address).kind() === 'ipv6' ? 'ipv6' : 'ipv4';
 }

@@ -1,14 +1,18 @@
 // Leaks: state on the host tagged with an allocation id outside `known` (the caller's live
 // allocations) in a managed network, per allocation, and orphans, state that belongs to no one.
-// `findLeaks` reports them; `reapLeaks` removes them in batches, one restore per family per batch.
+// `findLeaks` reports them; `reapLeaks` removes them in batches, one kernel transaction per family
+// per batch: by rule handle when the ruleset is still as the scan read it (sweep.ts), else one
+// iptables-restore.
 //
 // Concurrency: a leak search reads the whole host once (both families' iptables-save, every
 // managed IPAM directory, the CNI cache) while setups, CHECKs and teardowns of known allocations
 // go on: their state is dropped before parsing (`linesNotAbout`) and never selected. It must not
 // run alongside a setup of an allocation outside `known`, whose fresh state would look leaked:
 // callers make sure of that (the runner holds operations on allocations it did not count as
-// known while it scans and reaps). Batches are applied one after another; when a batch's restore
-// fails because iptables changed under it, `sweep` plans that batch again from a fresh scan.
+// known while it scans and reaps). Batches are applied one after another; a change by anyone else
+// since the scan turns the removal by handle into iptables-restore (which deletes rules by their
+// spec, whatever moved around them), and when a batch's restore fails because iptables changed
+// under it, `sweep` plans that batch again from a fresh scan.
 import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf } from './context.js';
 import type { ConfiguratorContext } from './context.js';
@@ -58,12 +62,18 @@ export function createLeaks(
     const found = await scan(ctx, {
       fullIpam: managed,
       withCache: true,
+      atGeneration: true,
       // What belongs to live allocations is not parsed: a reconcile of a node with 1,000 of them
-      // would otherwise build 13,000 rule objects to find none of them leaked.
-      lines: linesNotAbout(
-        known,
-        managed.map((f) => f.name),
-      ),
+      // would otherwise build 13,000 rule objects to find none of them leaked. With none, every
+      // line is parsed, and a filter would only cost its look at each.
+      ...(known.size === 0
+        ? {}
+        : {
+            lines: linesNotAbout(
+              known,
+              managed.map((f) => f.name),
+            ),
+          }),
       ...call,
     });
     // Networks the CNI cache names that are no longer configured are still ours to clean.

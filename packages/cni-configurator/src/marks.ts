@@ -31,9 +31,18 @@ export function parseTag(comment: string | undefined): Tag | undefined {
   return { network: match[1] ?? '', allocId: match[2] ?? '' };
 }
 
+/** Each parsed rule's tag, once: a plan asks about every rule of a scan several times. */
+const tags = new WeakMap<Rule, Tag | null>();
+
 /** The tag of a parsed rule. */
 export function tagOf(rule: Rule): Tag | undefined {
-  return parseTag(rule.comment);
+  if (rule.comment === undefined) return undefined;
+  let tag = tags.get(rule);
+  if (tag === undefined) {
+    tag = parseTag(rule.comment) ?? null;
+    tags.set(rule, tag);
+  }
+  return tag ?? undefined;
 }
 
 /**
@@ -125,7 +134,9 @@ export function isAllocChain(name: string): boolean {
 
 /** The value of one of a rule's match options (`-s`, `-p`, `--dport`), or undefined. */
 export function matchOption(rule: Rule, option: string): string | undefined {
-  return rule.matches.flatMap((m) => m.options).find((o) => o.option === option)?.values[0];
+  for (const m of rule.matches)
+    for (const o of m.options) if (o.option === option) return o.values[0];
+  return undefined;
 }
 
 /** Where a DNAT rule (portmap's) sends traffic, `<ip>:<port>` or `[<ip6>]:<port>`; else undefined. */
@@ -159,9 +170,15 @@ export function firewallAddress(rule: Rule): string | undefined {
 /** A word of a spec that may be an address with a prefix (`10.0.0.2/32`, `fd00::2/128`). */
 const CIDR_LIKE = /^[0-9a-fA-F:.]+\/\d{1,3}$/;
 
+/** An IPv4 CIDR word already in its one spelling (no leading zeros): ipaddr would give it back. */
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const CANONICAL_V4_CIDR = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}/(?:3[0-2]|[12]?\\d)$`);
+
 /** A CIDR word in one spelling (`fd00:0::2/128` and `fd00::2/128` alike), else the word itself. */
 function canonicalWord(word: string): string {
   if (!CIDR_LIKE.test(word)) return word;
+  // The common case, without a parse: a reap of 5,000 allocations reads 20,000 such words.
+  if (CANONICAL_V4_CIDR.test(word)) return `\u0001ipv4:${word}`;
   try {
     // Parsed by its family directly: ipaddr.parseCIDR tries IPv6 first and throws for every
     // IPv4 word, which made CHECKs of 1,000 allocations spend seconds in exceptions.

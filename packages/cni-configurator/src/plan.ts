@@ -2,7 +2,7 @@
 // applying (`apply` there): split by owner, joined, restricted to some owners, described as a
 // report. Pure: no I/O.
 import { formatArgs } from '@allocnet/iptables-node';
-import type { Family, Rule } from '@allocnet/iptables-node';
+import type { Family, Rule, RuleHandles } from '@allocnet/iptables-node';
 import type { FoundChain, FoundReservation, FoundRule, HostState } from './types.js';
 
 /** A cache file of the CNI runtime (a result, or an ADD-in-progress marker). */
@@ -19,7 +19,17 @@ export interface PlannedRule {
   readonly family: Family;
   readonly rule: Rule;
   readonly owner: string | undefined;
+  /** Its place in its chain in the scan's save, when the save gave places (`SavedTable.places`). */
+  readonly place?: { readonly position: number; readonly chainSize: number };
 }
+
+/**
+ * Per family, where removals by rule handle out of one scan stand (`Iptables.removeAt`): the
+ * generation its save was read at, moved on by the removals made since, and the chains' handles
+ * read so far; a family is dropped once anything else changed its ruleset. One object per scan,
+ * shared (and updated) by every plan made from it.
+ */
+export type Generations = Map<Family, RuleHandles>;
 
 /** A chain to flush and delete, and its allocation. */
 export interface PlannedChain {
@@ -35,6 +45,8 @@ export interface Plan {
   readonly chains: readonly PlannedChain[];
   readonly reservations: readonly FoundReservation[];
   readonly cache: readonly CacheFile[];
+  /** The scan's generations, when its save gave them: rules can then go by place (nft). */
+  readonly generations?: Generations;
 }
 
 export const EMPTY_PLAN: Plan = { rules: [], chains: [], reservations: [], cache: [] };
@@ -79,17 +91,23 @@ export function groupPlan(plan: Plan): Map<string | undefined, Plan> {
   for (const c of plan.chains) group(c.owner).chains.push(c);
   for (const r of plan.reservations) group(r.allocId).reservations.push(r);
   for (const c of plan.cache) group(c.allocId).cache.push(c);
-  return groups;
+  if (plan.generations === undefined) return groups;
+  const generations = plan.generations;
+  return new Map([...groups].map(([owner, g]) => [owner, { ...g, generations }]));
 }
 
 /** Several plans as one. */
 export function joinPlans(plans: readonly Plan[]): Plan {
-  return {
+  const joined = {
     rules: plans.flatMap((p) => p.rules),
     chains: plans.flatMap((p) => p.chains),
     reservations: plans.flatMap((p) => p.reservations),
     cache: plans.flatMap((p) => p.cache),
   };
+  // Places are only good together when every plan comes from the one scan.
+  const generations = new Set(plans.map((p) => p.generations));
+  const [only] = generations;
+  return generations.size === 1 && only !== undefined ? { ...joined, generations: only } : joined;
 }
 
 /** Two reports as one: what two sweeps removed. */

@@ -2,7 +2,7 @@ import { createCniCache } from '@allocnet/cni';
 import { createIptables, parseIptablesSave } from '@allocnet/iptables-node';
 import { createRecordingExec, exit, ok } from '@allocnet/iptables-node/testing';
 import type { RecordingExec } from '@allocnet/iptables-node/testing';
-import type { Family, SavedTable } from '@allocnet/iptables-node';
+import type { Family, NftLink, NftOp, SavedTable } from '@allocnet/iptables-node';
 import { networkFacts } from './facts.js';
 import { defaultNetworkConfig, defaultNetworkSettings } from './networks.js';
 import { allocChains, linesNotAbout } from './marks.js';
@@ -307,22 +307,25 @@ describe('sweep', () => {
     });
 
   /** Sweep deps over a recording ipv4 exec; the cache is never read (plans hold no files). */
-  function depsOver(v4: RecordingExec) {
+  function depsOver(v4: RecordingExec, nft?: NftLink) {
     const warnings: string[] = [];
+    const debugs: string[] = [];
     const deps = {
       iptables: {
-        ipv4: createIptables({ exec: v4 }),
+        ipv4: createIptables({ exec: v4, ...(nft === undefined ? {} : { nft: () => nft }) }),
         ipv6: createIptables({ family: 'ipv6', exec: createRecordingExec() }),
       },
       cache: createCniCache('/nonexistent/allocnet-sweep-test'),
       logger: {
-        debug: () => undefined,
+        debug: (message: string) => {
+          debugs.push(message);
+        },
         warn: (message: string) => {
           warnings.push(message);
         },
       },
     };
-    return { deps, warnings };
+    return { deps, warnings, debugs };
   }
 
   it('plans again when a restore fails because iptables changed, and reports what went', async () => {
@@ -368,5 +371,83 @@ describe('sweep', () => {
     const none = await sweep(deps, () => Promise.resolve(EMPTY_PLAN), {});
     expect(none).toEqual({ removed: EMPTY_STATE, last: EMPTY_PLAN, error: undefined });
     expect(v4.calls).toEqual([]);
+  });
+
+  describe('by rule handle, when the scan read its generation', () => {
+    /** A scan of A's and B's state whose IPv4 save was read at generation 41. */
+    const placedPlanOfA = () => {
+      const found: Scan = {
+        ...scanOf(save([natOf(B, '172.26.64.3', 8081), natOf(A, '172.26.64.2', 8080)])),
+        generations: new Map([['ipv4', { generation: 41, lists: new Map() }]]),
+      };
+      return plan(found, { allocIds: new Set([A]), networks: ['nomad'], addresses: [] });
+    };
+
+    /** An nf_tables link whose chains list `sizes` rules (handles 100, 101, …) each. */
+    function fakeLink(sizes: Record<string, number>, generation = 41) {
+      const commits: NftOp[][] = [];
+      const link: NftLink = {
+        generation: () => generation,
+        rules: (table, chain, inspect) =>
+          Array.from({ length: sizes[chain] ?? 0 }, (_, i) => {
+            // Every message holds the texts a rule of A is checked for: the sizes are what is
+            // checked here.
+            const { masq, dnat } = allocChains('nomad', A);
+            inspect?.(i, Buffer.from(`dnat name: "nomad" id: "${A}" ${masq} ${dnat}`));
+            return BigInt(100 + i);
+          }),
+        commit: (at, ops) => {
+          commits.push([...ops]);
+          return at + 1;
+        },
+        close: () => undefined,
+      };
+      return { link, commits };
+    }
+
+    it('places each rule in its chain, and the plan carries the scan’s generations', () => {
+      const planned = placedPlanOfA();
+      expect(planned.rules.map((r) => [r.rule.chain, r.place])).toEqual([
+        ['POSTROUTING', { position: 1, chainSize: 2 }],
+        ['CNI-HOSTPORT-DNAT', { position: 1, chainSize: 2 }],
+      ]);
+      expect(planned.generations?.get('ipv4')?.generation).toBe(41);
+    });
+
+    it('removes the plan in one nf_tables transaction, no iptables-restore, and moves the generation on', async () => {
+      const v4 = createRecordingExec();
+      const { link, commits } = fakeLink({ POSTROUTING: 2, 'CNI-HOSTPORT-DNAT': 2 });
+      const { deps } = depsOver(v4, link);
+      const planned = placedPlanOfA();
+      const outcome = await sweep(deps, () => Promise.resolve(planned), {});
+      expect(outcome.error).toBeUndefined();
+      expect(v4.calls).toEqual([]);
+      const { masq, dnat } = allocChains('nomad', A);
+      expect(commits).toEqual([
+        [
+          { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: 101n },
+          { kind: 'deleteRule', table: 'nat', chain: 'CNI-HOSTPORT-DNAT', handle: 101n },
+          { kind: 'flushChain', table: 'nat', chain: masq },
+          { kind: 'flushChain', table: 'nat', chain: dnat },
+          { kind: 'deleteChain', table: 'nat', chain: masq },
+          { kind: 'deleteChain', table: 'nat', chain: dnat },
+        ],
+      ]);
+      expect(planned.generations?.get('ipv4')?.generation).toBe(42);
+    });
+
+    it('falls back to iptables-restore when the ruleset changed, and gives the generation up', async () => {
+      const v4 = createRecordingExec();
+      // A third rule in POSTROUTING since the save.
+      const { link, commits } = fakeLink({ POSTROUTING: 3, 'CNI-HOSTPORT-DNAT': 2 });
+      const { deps, debugs } = depsOver(v4, link);
+      const planned = placedPlanOfA();
+      const outcome = await sweep(deps, () => Promise.resolve(planned), {});
+      expect(outcome.error).toBeUndefined();
+      expect(commits).toEqual([]);
+      expect(v4.calls.map((c) => c.argv[0])).toEqual(['iptables-restore']);
+      expect(planned.generations?.has('ipv4')).toBe(false);
+      expect(debugs).toEqual(['sweep: removal by handle not taken; using iptables-restore']);
+    });
   });
 });

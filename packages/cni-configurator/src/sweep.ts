@@ -1,10 +1,13 @@
 // The sweep: find what is tagged with allocations on this host (marks.ts says what the plugins
-// leave and how it is recognised) and remove it in one atomic iptables-restore per family. Three
+// leave and how it is recognised) and remove it in one atomic transaction per family. Three
 // steps, and one loop over them:
 // - `scan` reads iptables (both families at once), the reservation files asked for and the CNI
-//   cache;
+//   cache; asked to (`atGeneration`: a leak reap), also the nf_tables generation of each save;
 // - `plan` (pure) decides, from one scan and a selection, what goes and whose it is;
-// - `apply` removes a plan: per family one iptables-restore, then the files;
+// - `apply` removes a plan: per family one transaction, then the files. With a generation, by
+//   rule handle (`Iptables.removeAt`: ~10× cheaper than iptables-restore for thousands of rules,
+//   and refused by the kernel if anything changed since the save); without one, or when it was
+//   refused, one iptables-restore that deletes the rules by their spec;
 // - `sweep` applies, and when a family's restore failed because iptables changed under it, plans
 //   again from a fresh scan, up to 3 times.
 //
@@ -17,7 +20,7 @@
 import { join } from 'node:path';
 import type { CniCache, Logger } from '@allocnet/cni';
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
-import type { CallOptions, Family, SavedTable } from '@allocnet/iptables-node';
+import type { CallOptions, Family, Rule, SavedTable } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import { messageOf } from './errors.js';
 import { inSubnets } from './facts.js';
@@ -35,7 +38,7 @@ import {
 } from './marks.js';
 import type { Tag } from './marks.js';
 import { describePlan, isEmpty, joinPlans } from './plan.js';
-import type { CacheFile, Plan, PlannedChain, PlannedRule } from './plan.js';
+import type { CacheFile, Generations, Plan, PlannedChain, PlannedRule } from './plan.js';
 import type { FoundReservation, HostState, IptablesState } from './types.js';
 
 /** What one look at the host found. */
@@ -43,6 +46,8 @@ export interface Scan {
   readonly tables: ReadonlyMap<Family, readonly SavedTable[]>;
   readonly reservations: readonly FoundReservation[];
   readonly cache: readonly CacheFile[];
+  /** With `ScanOptions.atGeneration`: the families whose save came with its generation. */
+  readonly generations?: Generations;
 }
 
 /** The tag of every tagged rule of a scan, both families, every table. */
@@ -69,15 +74,28 @@ export interface ScanOptions extends CallOptions {
   readonly withCache: boolean;
   /** Parse only the iptables-save lines this keeps (`linesAbout`, `linesNotAbout`); default all. */
   readonly lines?: (line: string) => boolean;
+  /**
+   * Read each family's nf_tables generation with its save (`Iptables.saveAt`), so that `apply`
+   * can remove rules by handle in one kernel transaction instead of an iptables-restore.
+   */
+  readonly atGeneration?: boolean;
 }
 
 /** Reads iptables (both families at once), the reservations asked for and the CNI cache. */
 export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan> {
   const call = options.signal === undefined ? {} : { signal: options.signal };
   const save = { ...call, ...(options.lines === undefined ? {} : { lines: options.lines }) };
+  const generations: Generations = new Map();
+  const read = async (family: Family) => {
+    const ipt = deps.iptables[family];
+    if (options.atGeneration !== true || ipt.saveAt === undefined) return ipt.save(save);
+    const { tables, generation } = await ipt.saveAt(save);
+    if (generation !== undefined) generations.set(family, { generation, lists: new Map() });
+    return tables;
+  };
   const [v4, v6, full, some, cache] = await Promise.all([
-    deps.iptables.ipv4.save(save),
-    deps.iptables.ipv6.save(save),
+    read('ipv4'),
+    read('ipv6'),
     Promise.all(
       options.fullIpam.flatMap((f) =>
         f.ipamDir === undefined ? [] : [listReservations(f.name, f.ipamDir)],
@@ -99,6 +117,7 @@ export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan>
     ]),
     reservations: [...reservations.values()],
     cache,
+    ...(options.atGeneration === true ? { generations } : {}),
   };
 }
 
@@ -159,10 +178,26 @@ export function plan(found: Scan, selection: Selection): Plan {
   const knownChains = chainsOf(selection.known ?? [], networks);
 
   for (const [family, tables] of found.tables) {
+    const placed = new Map<Rule, NonNullable<PlannedRule['place']>>();
+    if (found.generations?.has(family) === true)
+      for (const table of tables) {
+        const places = table.places;
+        if (places !== undefined)
+          table.rules.forEach((rule, i) => {
+            const position = places.positions[i];
+            const chainSize = places.sizes.get(rule.chain);
+            if (position !== undefined && chainSize !== undefined)
+              placed.set(rule, { position, chainSize });
+          });
+      }
+    const push = (rule: Rule, owner: string | undefined) => {
+      const place = placed.get(rule);
+      rules.push(place === undefined ? { family, rule, owner } : { family, rule, owner, place });
+    };
     // Address -> owner, for the firewall's untagged rules.
     const addresses = new Map<string, string | undefined>();
     const note = (address: string | undefined, owner: string | undefined) => {
-      if (address !== undefined && familyOf(address) === family && !addresses.has(address))
+      if (address !== undefined && !addresses.has(address) && familyOf(address) === family)
         addresses.set(address, owner);
     };
     for (const a of selection.addresses) note(a, only);
@@ -180,14 +215,13 @@ export function plan(found: Scan, selection: Selection): Plan {
           doomed.set(target, tag.allocId);
       }
       if (selection.orphansOf !== undefined) {
-        const referenced = new Set(
-          table.rules.flatMap((r) =>
-            r.target === undefined || r.chain === r.target.name ? [] : [r.target.name],
-          ),
-        );
-        const othersTagged = new Set(
-          table.rules.flatMap((r) => (tagOf(r) === undefined || wanted(tagOf(r)) ? [] : [r.chain])),
-        );
+        const referenced = new Set<string>();
+        const othersTagged = new Set<string>();
+        for (const r of table.rules) {
+          if (r.target !== undefined && r.chain !== r.target.name) referenced.add(r.target.name);
+          const tag = tagOf(r);
+          if (tag !== undefined && !wanted(tag)) othersTagged.add(r.chain);
+        }
         for (const chain of table.chains)
           if (
             isAllocChain(chain.name) &&
@@ -214,9 +248,8 @@ export function plan(found: Scan, selection: Selection): Plan {
         if (wanted(tag) && rule.chain === 'POSTROUTING')
           note(matchOption(rule, '-s')?.split('/')[0], tag.allocId);
         const target = rule.target?.name;
-        if (wanted(tag)) rules.push({ family, rule, owner: tag.allocId });
-        else if (target !== undefined && doomed.has(target))
-          rules.push({ family, rule, owner: doomed.get(target) });
+        if (wanted(tag)) push(rule, tag.allocId);
+        else if (target !== undefined && doomed.has(target)) push(rule, doomed.get(target));
       }
       for (const [chain, owner] of doomed) chains.push({ family, table: table.name, chain, owner });
     }
@@ -252,17 +285,60 @@ export function plan(found: Scan, selection: Selection): Plan {
       for (const spec of firewallSpecs(address, family)) {
         const copies = bySpec.get(specKey(spec)) ?? [];
         for (const rule of copies.slice(keep))
-          rules.push({ family, rule, owner: orphan ? undefined : addresses.get(address) });
+          push(rule, orphan ? undefined : addresses.get(address));
       }
     }
   }
-  return { rules, chains, reservations, cache };
+  const planned = { rules, chains, reservations, cache };
+  return found.generations === undefined ? planned : { ...planned, generations: found.generations };
 }
 
 /**
- * Applies a plan: per family one iptables-restore that deletes the rules, then flushes and
- * deletes the chains (all or nothing); both families at once; then the reservation and cache
- * files. Resolves the families whose restore failed (their state is untouched).
+ * Removes one family's part of a plan by rule handle in one nf_tables transaction
+ * (`Iptables.removeAt`), when the plan's scan read that family's generation and gave every rule
+ * its place. Resolves true when that removed it; false when the caller is to use
+ * iptables-restore: nothing was removed (the ruleset changed since the scan, or the kernel
+ * refused), and the plans from this scan no longer try (the family leaves `generations`).
+ */
+async function removeByHandle(
+  deps: SweepDeps,
+  planned: Plan,
+  family: Family,
+  rules: readonly PlannedRule[],
+  chains: readonly PlannedChain[],
+): Promise<boolean> {
+  const generations = planned.generations;
+  const at = generations?.get(family);
+  const ipt = deps.iptables[family];
+  if (generations === undefined || at === undefined || ipt.removeAt === undefined) return false;
+  const placed = [];
+  for (const r of rules) {
+    if (r.place === undefined) {
+      generations.delete(family);
+      return false;
+    }
+    placed.push({ rule: r.rule, ...r.place });
+  }
+  try {
+    const next = await ipt.removeAt(at, { rules: placed, chains });
+    if (next === undefined) generations.delete(family);
+    else generations.set(family, next);
+    return true;
+  } catch (error) {
+    generations.delete(family);
+    deps.logger.debug('sweep: removal by handle not taken; using iptables-restore', {
+      family,
+      error: messageOf(error),
+    });
+    return false;
+  }
+}
+
+/**
+ * Applies a plan: per family, the rules, then the chains flushed and deleted, all or nothing, by
+ * handle in one nf_tables transaction when the plan allows it (`removeByHandle`), else in one
+ * iptables-restore; both families at once; then the reservation and cache files. Resolves the
+ * families whose removal failed (their state is untouched).
  */
 export async function apply(
   deps: SweepDeps,
@@ -272,9 +348,12 @@ export async function apply(
   const failed = new Map<Family, Error>();
   await Promise.all(
     (['ipv4', 'ipv6'] as const).map(async (family) => {
-      const batch = createBatch();
-      for (const r of planned.rules) if (r.family === family) batch.deleteRule(r.rule);
+      const rules = planned.rules.filter((r) => r.family === family);
       const chains = planned.chains.filter((c) => c.family === family);
+      if (rules.length + chains.length === 0) return;
+      if (await removeByHandle(deps, planned, family, rules, chains)) return;
+      const batch = createBatch();
+      for (const r of rules) batch.deleteRule(r.rule);
       for (const c of chains) batch.clearChain(c.table, c.chain);
       for (const c of chains) batch.deleteChain(c.table, c.chain);
       if (batch.size === 0) return;
@@ -328,11 +407,22 @@ export async function sweep(
   const attempts = options.attempts ?? 3;
   // What each attempt removed: all of its plan but the families whose restore failed.
   const applied: Plan[] = [];
-  const removed = () => describePlan(joinPlans(applied));
+  // Described only when asked for: a reap reads `last`, and describing thousands of rules again
+  // is a formatting pass it does not need.
+  const outcome = (last: Plan, error: Error | undefined): SweepOutcome => {
+    let removed: HostState | undefined;
+    return {
+      get removed() {
+        return (removed ??= describePlan(joinPlans(applied)));
+      },
+      last,
+      error,
+    };
+  };
   const call = options.signal === undefined ? {} : { signal: options.signal };
   for (let attempt = 1; ; attempt++) {
     const planned = await planAttempt(attempt);
-    if (isEmpty(planned)) return { removed: removed(), last: planned, error: undefined };
+    if (isEmpty(planned)) return outcome(planned, undefined);
     if (options.dryRun === true)
       return { removed: describePlan(planned), last: planned, error: undefined };
     const { failed } = await apply(deps, planned, call);
@@ -342,8 +432,7 @@ export async function sweep(
       chains: planned.chains.filter((c) => !failed.has(c.family)),
     });
     const error = [...failed.values()][0];
-    if (error === undefined || attempt >= attempts)
-      return { removed: removed(), last: planned, error };
+    if (error === undefined || attempt >= attempts) return outcome(planned, error);
     deps.logger.warn('sweep: iptables changed under the batch; scanning again', {
       attempt,
       error: messageOf(error),

@@ -240,6 +240,9 @@ export interface IptablesState {
   readonly ruleExists: Iptables['ruleExists'];
   readonly newChain: Iptables['newChain'];
   readonly append: Iptables['append'];
+  /** A leak reap's scan and removal by rule handle (sweep.ts); without them, iptables-restore. */
+  readonly saveAt?: Iptables['saveAt'];
+  readonly removeAt?: Iptables['removeAt'];
 }
 
 export interface CniConfiguratorOptions {
