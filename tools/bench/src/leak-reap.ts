@@ -2,9 +2,9 @@
 // Reaping N leaked allocations (default 1,000) on a fresh node namespace per reap, in the shapes
 // and the two ways reap.ts describes: allocnet's reapLeaks (discovery included) on each shape,
 // and Nomad's per-allocation forceCleanup on the netns-deleted shape, reps interleaved (allocnet
-// full, allocnet netns-deleted, nomad, then the next rep in another order). Every reap must bring
-// the ruleset back to its baseline. Prints a table (medians with bootstrap 95% intervals) and
-// writes JSON to tools/bench/results/leak-reap.json.
+// full, allocnet netns-deleted, nomad, then the next rep in another order), after one untimed
+// warm-up reap. Every reap must bring the ruleset back to its baseline. Prints a table (medians
+// with bootstrap 95% intervals) and writes JSON to tools/bench/results/leak-reap.json.
 //
 //   node tools/bench/dist/leak-reap.js [--allocs 1000] [--shape full,netns-deleted]
 //        [--nomad-allocs N (default --allocs; 0: not measured)] [--reps 3] [--batch-size N]
@@ -71,6 +71,15 @@ const cases: Case[] = [
 
 await requireNetworkTestHost(['ip', 'iptables', 'iptables-restore', 'nsenter']);
 const runs = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+// One untimed reap first, as the suite does: a process's first reap loads the netlink bindings and
+// compiles the parser.
+const warm = cases[0];
+if (warm !== undefined) {
+  const ms = await reapOnce({ ...warm, ...(BATCH === undefined ? {} : { batchSize: BATCH }) });
+  process.stderr.write(
+    `warm-up (untimed): ${warm.name} reaped ${warm.allocs} in ${ms.toFixed(1)} ms\n`,
+  );
+}
 for (let rep = 0; rep < REPS; rep++)
   for (const c of roundOrder(cases, rep)) {
     const ms = await reapOnce({ ...c, ...(BATCH === undefined ? {} : { batchSize: BATCH }) });

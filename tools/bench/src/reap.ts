@@ -10,7 +10,8 @@
 //                   firewall clean up): the POSTROUTING jump and its chain, 4 lines
 // Two ways to reap:
 //   allocnet : one CniConfigurator.reapLeaks call, discovery included (iptables-save of both
-//              families, the IPAM and CNI cache scan, planning, one iptables-restore per batch)
+//              families, the IPAM and CNI cache scan, planning, then per batch one nf_tables
+//              transaction by rule handle; iptables-restore when the ruleset changed meanwhile)
 //   nomad    : Nomad's forceCleanup per allocation (list POSTROUTING, delete the jump, flush the
 //              chain, delete it), one process each, for allocations it already knows; it removes
 //              only bridge's state, so it is measured on the netns-deleted shape only
