@@ -1,13 +1,14 @@
-// glibc functions Node does not have, bound through koffi (already loaded here for posix_spawn),
-// for the packages above: the agent's flock(2) and datagram socket calls, iptables-node's netlink
-// socket. Bound on first use, so importing a module that needs one costs nothing until it is
-// called.
+// glibc functions Node does not have, bound through koffi: posix_spawn's here (libc.ts), and for
+// the packages above the agent's flock(2) and datagram socket calls, iptables-node's netlink
+// socket. koffi and libc are loaded once, on first use, so importing a module that needs one
+// costs nothing until it is called.
 import { createRequire } from 'node:module';
 import type * as Koffi from 'koffi';
 
 let loaded: { readonly koffi: typeof Koffi; readonly lib: Koffi.IKoffiLib } | undefined;
 
-function load() {
+/** koffi and its handle on glibc, loaded on the first call; throws where either is missing. */
+export function loadKoffiLibc(): { readonly koffi: typeof Koffi; readonly lib: Koffi.IKoffiLib } {
   if (loaded === undefined) {
     // koffi is CommonJS; `require` keeps loading it (and dlopen-ing libc) out of import time.
     const require = createRequire(import.meta.url);
@@ -27,7 +28,7 @@ export function bindLibc<T extends Record<string, unknown>>(signatures: {
   let bound: (T & { readonly errno: () => number }) | undefined;
   return () => {
     if (bound === undefined) {
-      const { koffi, lib } = load();
+      const { koffi, lib } = loadKoffiLibc();
       const fns: Record<string, unknown> = { errno: () => koffi.errno() };
       for (const [name, signature] of Object.entries(signatures)) fns[name] = lib.func(signature);
       bound = fns as T & { readonly errno: () => number };

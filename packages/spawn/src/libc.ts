@@ -1,5 +1,4 @@
-import { createRequire } from 'node:module';
-import type * as Koffi from 'koffi';
+import { loadKoffiLibc } from './bind.js';
 import { SpawnError, errnoName } from './errors.js';
 
 /**
@@ -50,10 +49,7 @@ export const POSIX_SPAWN_SETSID = 0x80;
 
 /** Loads the bindings; throws when koffi or glibc is not there (musl, another OS). */
 export function loadLibc(): Libc {
-  // koffi is CommonJS; `require` keeps loading it (and dlopen-ing libc) out of import time.
-  const require = createRequire(import.meta.url);
-  const koffi = require('koffi') as typeof Koffi;
-  const lib = koffi.load('libc.so.6');
+  const { koffi, lib } = loadKoffiLibc();
   // The declared `Libc` member types are the contract; koffi checks each call's arguments.
   const fn = (signature: string): unknown => lib.func(signature);
   let addCloseFrom: ((fa: Buffer, from: number) => number) | undefined;
