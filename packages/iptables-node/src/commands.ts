@@ -7,7 +7,7 @@ import type { IptablesErrorCode } from './errors.js';
 import type { CommandExec, CommandResult } from './exec.js';
 import type { Logger } from './logger.js';
 import { displayArgs } from './quote.js';
-import { SaveParseError, parseIptablesSave } from './save.js';
+import { SaveParseError, createSaveStream } from './save.js';
 import type { SavedTable } from './save.js';
 import { checkTable } from './validate.js';
 import type { Family, Table } from './validate.js';
@@ -79,6 +79,7 @@ export interface Commands {
     argv: readonly string[],
     call: CallOptions | undefined,
     input?: string,
+    onStdout?: (chunk: Buffer) => void,
   ): Promise<{ result: CommandResult; command: readonly string[] }>;
   /** The error for a command that did not exit 0; `context` goes after the command. */
   failure(
@@ -88,11 +89,15 @@ export interface Commands {
     context?: string,
   ): IptablesError;
   /** Runs an iptables command; resolves stdout, throws `IptablesError` for any failure. */
-  run(argv: readonly string[], call: CallOptions | undefined): Promise<string>;
+  run(
+    argv: readonly string[],
+    call: CallOptions | undefined,
+    onStdout?: (chunk: Buffer) => void,
+  ): Promise<string>;
   /** `read()`, with a `SaveParseError` turned into a `parse` error naming the command. */
   parsed<T>(argv: readonly string[], read: () => T): T;
-  /** iptables-save, parsed. */
-  save(call?: SaveOptions): Promise<SavedTable[]>;
+  /** iptables-save, parsed as it is printed; `start`: its output's first 200 characters. */
+  save(call?: SaveOptions): Promise<{ tables: SavedTable[]; start: string }>;
 }
 
 export function createCommands(options: CommandsOptions): Commands {
@@ -106,6 +111,7 @@ export function createCommands(options: CommandsOptions): Commands {
     argv: readonly string[],
     call: CallOptions | undefined,
     input?: string,
+    onStdout?: (chunk: Buffer) => void,
   ): Promise<{ result: CommandResult; command: readonly string[] }> {
     const [file, ...args] = netns === undefined ? argv : [nsenter, `--net=${netns}`, '--', ...argv];
     const command = [file as string, ...args];
@@ -116,6 +122,7 @@ export function createCommands(options: CommandsOptions): Commands {
       timeoutMs,
       ...(input === undefined ? {} : { input }),
       ...(call?.signal === undefined ? {} : { signal: call.signal }),
+      ...(onStdout === undefined ? {} : { onStdout }),
     });
     logger.debug('iptables command', {
       command: describe(argv),
@@ -150,8 +157,12 @@ export function createCommands(options: CommandsOptions): Commands {
     );
   }
 
-  async function run(argv: readonly string[], call: CallOptions | undefined): Promise<string> {
-    const { result, command } = await execute(argv, call);
+  async function run(
+    argv: readonly string[],
+    call: CallOptions | undefined,
+    onStdout?: (chunk: Buffer) => void,
+  ): Promise<string> {
+    const { result, command } = await execute(argv, call, undefined, onStdout);
     if (result.kind === 'exited' && result.exitCode === 0) return result.stdout;
     throw failure(argv, command, result);
   }
@@ -170,13 +181,18 @@ export function createCommands(options: CommandsOptions): Commands {
     }
   }
 
-  async function save(call?: SaveOptions): Promise<SavedTable[]> {
+  async function save(call?: SaveOptions): Promise<{ tables: SavedTable[]; start: string }> {
     const argv = [
       binaries.save,
       ...(call?.table === undefined ? [] : ['-t', checkTable(call.table)]),
     ];
-    const stdout = await run(argv, call);
-    return parsed(argv, () => parseIptablesSave(stdout, call?.lines));
+    // Parsed as it is printed: the parse overlaps iptables-save's writing.
+    const stream = createSaveStream(call?.lines);
+    const stdout = await run(argv, call, (chunk) => {
+      stream.write(chunk);
+    });
+    const tables = parsed(argv, () => stream.end(stdout));
+    return { tables, start: stdout.slice(0, 200) };
   }
 
   return { binaries, wait, logger, describe, execute, failure, run, parsed, save };

@@ -9,6 +9,12 @@ export interface CommandSpec {
   readonly input?: string;
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
+  /**
+   * Given stdout piece by piece as it arrives, in order, before `run` resolves (a reader that
+   * parses as the process writes). An exec that has the output only at the end gives it once;
+   * the result holds it whole all the same. It must not throw.
+   */
+  readonly onStdout?: (chunk: Buffer) => void;
 }
 
 /**
@@ -44,6 +50,7 @@ export function createSpawnExec(): CommandExec {
         ...(spec.input === undefined ? {} : { input: spec.input }),
         ...(spec.signal === undefined ? {} : { signal: spec.signal }),
         ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
+        ...(spec.onStdout === undefined ? {} : { onStdout: spec.onStdout }),
       });
     },
   };

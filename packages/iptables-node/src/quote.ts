@@ -51,17 +51,21 @@ export function splitStatements(text: string): Statement[] {
 /**
  * `splitStatements`, one statement at a time: a caller that turns each into something else at
  * once lets its tokens go young (an iptables-save of 55,000 rules held whole kept a collector
- * busy promoting them).
+ * busy promoting them). `firstLine` numbers the text's first line (a piece of a longer text).
  */
-export function eachStatement(text: string, visit: (statement: Statement) => void): void {
+export function eachStatement(
+  text: string,
+  visit: (statement: Statement) => void,
+  firstLine = 1,
+): void {
   // Scans with indexOf, a sticky regex and slices rather than one character at a time: an
   // iptables-save of 13,000 rules took about 180 ms to split char by char, a fraction of that now.
   let tokens: Token[] = [];
   let value = '';
   let inToken = false;
   let quoted = false;
-  let line = 1;
-  let statementLine = 1;
+  let line = firstLine;
+  let statementLine = firstLine;
   const n = text.length;
   const plain = /[^ \t\r\n"]+/y;
   const special = /["\\]/g;

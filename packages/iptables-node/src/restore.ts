@@ -35,7 +35,7 @@ async function saveTables(
 ): Promise<Map<Table, SavedTable>> {
   const saved = new Map<Table, SavedTable>();
   for (const table of tables) {
-    const [found] = await commands.save({ ...call, table });
+    const [found] = (await commands.save({ ...call, table })).tables;
     saved.set(table, found ?? { name: table, chains: [], rules: [] });
   }
   return saved;

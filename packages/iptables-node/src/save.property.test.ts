@@ -6,7 +6,13 @@ import fc from 'fast-check';
 import { formatRestoreInput } from './batch.js';
 import { formatArg } from './quote.js';
 import type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
-import { SaveParseError, createRuleMemo, parseIptablesSave, parseRuleListing } from './save.js';
+import {
+  SaveParseError,
+  createRuleMemo,
+  createSaveStream,
+  parseIptablesSave,
+  parseRuleListing,
+} from './save.js';
 import type { Chain, SavedTable } from './save.js';
 import { TABLES } from './validate.js';
 import type { Table } from './validate.js';
@@ -37,6 +43,43 @@ function lineCount(t: string): number {
   return t.split('\n').length;
 }
 
+/** A parse's value, or its `SaveParseError`'s message and line. */
+function outcome(f: () => unknown) {
+  try {
+    return { value: f() };
+  } catch (error) {
+    if (!(error instanceof SaveParseError)) throw error;
+    return { error: error.message, line: error.line };
+  }
+}
+
+/** Cut points into a byte string (any order, repeats and points beyond its end allowed). */
+const cuts = fc.array(fc.nat({ max: 400 }), { maxLength: 8 });
+
+/**
+ * `bytes` through `createSaveStream`, cut at `at` (a UTF-8 character may be split), then ended
+ * with the whole output as a command's result holds it: the same bytes, decoded at once.
+ */
+function streamed(bytes: Buffer, at: readonly number[], keep?: (line: string) => boolean) {
+  const stream = createSaveStream(keep);
+  let from = 0;
+  for (const cut of [...at].sort((a, b) => a - b)) {
+    const to = Math.min(cut, bytes.length);
+    stream.write(bytes.subarray(from, to));
+    from = to;
+  }
+  stream.write(bytes.subarray(from));
+  return stream.end(bytes.toString('utf8'));
+}
+
+/** Pure filters (the stream may ask about a line twice). */
+const filters: fc.Arbitrary<((line: string) => boolean) | undefined> = fc.constantFrom(
+  undefined,
+  (line: string) => line.includes('X'),
+  (line: string) => line.length % 2 === 0,
+  () => true,
+);
+
 describe('parseIptablesSave properties', () => {
   it('reads any text as tables or a SaveParseError naming a line of it', () => {
     fc.assert(
@@ -55,16 +98,31 @@ describe('parseIptablesSave properties', () => {
     );
   });
 
+  it('reads any output in any pieces exactly as whole, the same error included', () => {
+    const bytes = fc.oneof(
+      text.map((t) => Buffer.from(t, 'utf8')),
+      fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
+    );
+    fc.assert(
+      fc.property(bytes, cuts, filters, (output, at, keep) => {
+        const whole = outcome(() => parseIptablesSave(output.toString('utf8'), keep));
+        expect(outcome(() => streamed(output, at, keep))).toEqual(whole);
+      }),
+      parameters(1000),
+    );
+  });
+
+  it('parses whole an output its pieces were not all of', () => {
+    const stream = createSaveStream();
+    stream.write(Buffer.from('*filter\n-A X -j ACCEPT\n'));
+    // An exec that gave only part of the output (or none) as it came.
+    expect(stream.end('*filter\n-A X -j ACCEPT\n-A Y -j DROP\nCOMMIT\n')).toEqual(
+      parseIptablesSave('*filter\n-A X -j ACCEPT\n-A Y -j DROP\nCOMMIT\n'),
+    );
+  });
+
   it('reads any text through a memo exactly as without one, the same error included', () => {
     const memo = createRuleMemo({ limit: 64, minChars: 0 });
-    const outcome = (f: () => unknown) => {
-      try {
-        return { value: f() };
-      } catch (error) {
-        if (!(error instanceof SaveParseError)) throw error;
-        return { error: error.message, line: error.line };
-      }
-    };
     fc.assert(
       fc.property(text, fc.constantFrom(...TABLES), (input, table) => {
         const plain = outcome(() => parseRuleListing(table, input));
@@ -223,6 +281,18 @@ describe('parseIptablesSave round trip', () => {
         expect(parsed.map((t) => t.places)).toEqual(saved.map((t) => placesOf(t.rules)));
       }),
       parameters(500),
+    );
+  });
+
+  it('reads a ruleset in any pieces exactly as whole, places included', () => {
+    fc.assert(
+      fc.property(tables, fc.boolean(), cuts, filters, (saved, counters, at, keep) => {
+        const output = render(saved, counters);
+        expect(streamed(Buffer.from(output, 'utf8'), at, keep)).toEqual(
+          parseIptablesSave(output, keep),
+        );
+      }),
+      parameters(300),
     );
   });
 

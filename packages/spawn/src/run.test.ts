@@ -16,6 +16,28 @@ describe.each<SpawnMethod>(['posix_spawn', 'child_process'])('runProcess over %s
     ).toEqual({ kind: 'exited', exitCode: 4, stdout: 'in\n', stderr: 'err\n' });
   });
 
+  test('onStdout is given the output piece by piece as it comes, all of it before the result', async () => {
+    const pieces: string[] = [];
+    let resolved = false;
+    const running = runProcess({
+      method,
+      file: 'sh',
+      // The second piece is written only once the first was read: two separate reads.
+      args: ['-c', 'printf first; sleep 0.2; printf second'],
+      env: ENV,
+      onStdout: (chunk) => {
+        expect(resolved).toBe(false);
+        pieces.push(chunk.toString('utf8'));
+      },
+    });
+    const result = await running.then((r) => {
+      resolved = true;
+      return r;
+    });
+    expect(pieces).toEqual(['first', 'second']);
+    expect(result).toEqual({ kind: 'exited', exitCode: 0, stdout: 'firstsecond', stderr: '' });
+  });
+
   test('without input the child reads /dev/null', async () => {
     expect(await runProcess({ method, file: 'cat', env: ENV })).toEqual({
       kind: 'exited',

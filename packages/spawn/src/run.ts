@@ -8,6 +8,13 @@ export interface StartOptions extends SpawnOptions {
   readonly timeoutMs?: number;
   /** SIGKILL when it aborts, before `run()` or during it; already aborted: nothing starts. */
   readonly signal?: AbortSignal;
+  /**
+   * Given each piece of stdout as it arrives, in order, all of it before `run()` resolves, on the
+   * event-loop thread: a reader that works on the output as it comes (iptables-save's parse)
+   * overlaps the process's writing. The output is kept whole for the result all the same. It
+   * must not throw: it runs in the pipe's event handler.
+   */
+  readonly onStdout?: (chunk: Buffer) => void;
 }
 
 /**
@@ -75,12 +82,15 @@ const aborted = (output: { stdout: string; stderr: string }): RunResult => ({
  * process already reaped changes nothing, so a process that ended on its own says so.
  */
 export function startProcess(options: StartOptions): StartedProcess {
-  const { timeoutMs, signal, ...spawnOptions } = options;
+  const { timeoutMs, signal, onStdout, ...spawnOptions } = options;
   // Already aborted: nothing starts, and `run()` says `aborted` (the signal stays aborted).
   const child = signal?.aborted === true ? undefined : spawnChild(spawnOptions);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  child?.stdout.on('data', (d: Buffer) => out.push(d));
+  child?.stdout.on('data', (d: Buffer) => {
+    out.push(d);
+    onStdout?.(d);
+  });
   child?.stderr.on('data', (d: Buffer) => err.push(d));
   // A child that exits without reading all its input closes the pipe under us; its exit status
   // says what happened, the EPIPE adds nothing.

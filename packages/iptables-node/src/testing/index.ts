@@ -47,7 +47,10 @@ export function createRecordingExec(): RecordingExec {
         argv: [spec.file, ...spec.args],
       });
       const next = queue.shift() ?? ok();
-      return Promise.resolve(typeof next === 'function' ? next(spec) : next);
+      const result = typeof next === 'function' ? next(spec) : next;
+      // As an exec that has the output only at the end: once, whole.
+      if (result.stdout !== '') spec.onStdout?.(Buffer.from(result.stdout, 'utf8'));
+      return Promise.resolve(result);
     },
   };
 }
