@@ -579,7 +579,7 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
     expect(await ruleset()).toBe(before);
   });
 
-  it('the kernel refuses a batch of a past generation whole (ERESTART), and the thread stays in its own namespace', async () => {
+  it('the kernel refuses a batch of a past generation (ERESTART), or with a change it cannot make wherever it is, whole; the thread stays in its own namespace', async () => {
     const ipt = createIptables({ netns: node.path });
     await addMasquerade(ipt, '172.26.64.2', ID);
     const home = await readlink('/proc/thread-self/ns/net');
@@ -621,6 +621,22 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
         missing = error;
       }
       expect(isIptablesError(missing) && missing.code).toBe('not-found');
+      expect(await ruleset()).toBe(whole);
+      // Refused in the middle: the kernel still answers the last change (no wait for the
+      // receive timeout), names the one it refused, and applies nothing.
+      const started = performance.now();
+      missing = undefined;
+      try {
+        link.commit(link.generation(), [
+          { kind: 'deleteChain', table: 'nat', chain: 'CNI-NOT-THERE' },
+          { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: again ?? -1n },
+        ]);
+      } catch (error) {
+        missing = error;
+      }
+      expect(isIptablesError(missing) && missing.code).toBe('not-found');
+      expect(isIptablesError(missing) && missing.message).toContain('batch change 1 failed');
+      expect(performance.now() - started).toBeLessThan(5_000);
       expect(await ruleset()).toBe(whole);
     } finally {
       link.close();
