@@ -8,11 +8,14 @@ export type {
   NetnsManager,
 } from './manager.js';
 export {
+  MAX_PATH_LENGTH,
   NETNS_RUN_DIR,
-  checkNetnsName,
-  parseLinkNames,
-  parseNetnsList,
-  parsePids,
-} from './names.js';
+  absolutePathProblem,
+  netnsNameProblem,
+  netnsPathOf,
+  resolveNetns,
+  tidyPath,
+} from './paths.js';
+export { checkNetnsName, parseLinkNames, parseNetnsList, parsePids } from './names.js';
 export { NetnsError, isNetnsError } from './errors.js';
 export type { NetnsCommandOutcome, NetnsErrorCode, NetnsErrorDetails } from './errors.js';

@@ -127,11 +127,11 @@ describe('create, remove, list, pathOf', () => {
       expect([error.code, error.kind, error.message]).toEqual([
         'invalid-name',
         'invalid',
-        `namespace name ${JSON.stringify(name)} is not a valid file name`,
+        `namespace name ${JSON.stringify(name)} is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"`,
       ]);
     }
     expect(() => netns.pathOf('../etc')).toThrow(
-      'namespace name "../etc" is not a valid file name',
+      'namespace name "../etc" is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"',
     );
     expect(netns.pathOf('alloc-1')).toBe('/run/netns/alloc-1');
     expect(fake.calls).toEqual([]);

@@ -7,13 +7,8 @@ import { inheritedEnv, runProcess } from '@allocnet/spawn';
 import type { RunResult } from '@allocnet/spawn';
 import { NetnsError, messageOf } from './errors.js';
 import type { NetnsCommandOutcome } from './errors.js';
-import {
-  NETNS_RUN_DIR,
-  checkNetnsName,
-  parseLinkNames,
-  parseNetnsList,
-  parsePids,
-} from './names.js';
+import { checkNetnsName, parseLinkNames, parseNetnsList, parsePids } from './names.js';
+import { NETNS_RUN_DIR } from './paths.js';
 
 export interface CallOptions {
   readonly signal?: AbortSignal;

@@ -5,7 +5,7 @@ describe('checkNetnsName', () => {
   it('returns a plain name and refuses anything ip netns or a path would read otherwise', () => {
     expect(checkNetnsName('alloc-6b23')).toBe('alloc-6b23');
     expect(checkNetnsName('x'.repeat(255))).toBe('x'.repeat(255));
-    for (const name of ['', '.', '..', 'a/b', 'a\tb', 'a\0b', 'x'.repeat(256)]) {
+    for (const name of ['', '.', '..', '-x', 'a/b', 'a\tb', 'a\0b', 'x'.repeat(256)]) {
       let caught: unknown;
       try {
         checkNetnsName(name);
@@ -14,7 +14,7 @@ describe('checkNetnsName', () => {
       }
       expect(isNetnsError(caught) && [caught.code, caught.message]).toEqual([
         'invalid-name',
-        `namespace name ${JSON.stringify(name)} is not a valid file name`,
+        `namespace name ${JSON.stringify(name)} is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"`,
       ]);
     }
   });

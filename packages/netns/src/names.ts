@@ -1,15 +1,13 @@
 import { NetnsError } from './errors.js';
-
-/** Where `ip netns` keeps its namespaces (iproute2's NETNS_RUN_DIR). */
-export const NETNS_RUN_DIR = '/run/netns';
+import { netnsNameProblem } from './paths.js';
 
 /** A namespace name iproute2 accepts, also as a path component; throws `invalid-name`. */
 export function checkNetnsName(name: string): string {
-  if (name === '' || name === '.' || name === '..' || /[/\0\s]/.test(name) || name.length > 255) {
-    throw new NetnsError(`namespace name ${JSON.stringify(name)} is not a valid file name`, {
+  const problem = netnsNameProblem(name);
+  if (problem !== undefined)
+    throw new NetnsError(`namespace name ${JSON.stringify(name)} ${problem}`, {
       code: 'invalid-name',
     });
-  }
   return name;
 }
 

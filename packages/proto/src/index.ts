@@ -16,6 +16,8 @@ export {
 } from './client.js';
 export type { UnaryMethod, UnaryOptions, UnaryRequest, UnaryResponse } from './client.js';
 export { ProtoError, isProtoError } from './errors.js';
+export { ABORT_STATUS, KIND_STATUS, kindOfStatus, statusOfKind } from './status.js';
+export type { AbortCause } from './status.js';
 export type { ProtoErrorCode } from './errors.js';
 
 // The generated types. Each message has two: `Foo` is what you may send (every field optional,
