@@ -2,7 +2,7 @@
 // posix_spawn): the data dir's lock, held for the agent's life so that a second agent cannot
 // open the same state (issue 16), and the exclusive lock of allocnet-cni's DEL queue.
 import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { bindLibc } from '@allocnet/spawn';
+import { bindLibc } from '@allocnet/libc';
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;

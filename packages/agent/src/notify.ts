@@ -7,7 +7,7 @@
 // `systemd-notify`, a child, is rejected, or lost when it exits before systemd looks it up.
 // Node has no unix datagram socket of its own.
 import { messageOf } from './errors.js';
-import { bindLibc } from '@allocnet/spawn';
+import { bindLibc } from '@allocnet/libc';
 import type { AgentLogger } from './logging.js';
 
 const AF_UNIX = 1;

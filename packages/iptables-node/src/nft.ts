@@ -11,7 +11,7 @@
 // Only for iptables' nf_tables backend (iptables-legacy rules are not nf_tables rules). The calls
 // are synchronous (koffi, in the calling thread): the kernel answers each within milliseconds.
 import { closeSync, openSync } from 'node:fs';
-import { bindLibc } from '@allocnet/spawn';
+import { bindLibc } from '@allocnet/libc';
 import { IptablesError } from './errors.js';
 import type { IptablesErrorCode } from './errors.js';
 import type { Family, Table } from './validate.js';

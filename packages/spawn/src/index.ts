@@ -3,4 +3,3 @@ export { defaultSpawnMethod, releaseFreeMemory, spawnChild } from './spawn.js';
 export type { ChildExit, SpawnMethod, SpawnOptions, SpawnedChild } from './spawn.js';
 export { inheritedEnv, runProcess, startProcess } from './run.js';
 export type { RunOptions, RunResult, StartOptions, StartedProcess } from './run.js';
-export { bindLibc } from './bind.js';

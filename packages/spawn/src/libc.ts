@@ -1,4 +1,4 @@
-import { loadKoffiLibc } from './bind.js';
+import { loadKoffiLibc } from '@allocnet/libc';
 import { SpawnError, errnoName } from './errors.js';
 
 /**

@@ -1,7 +1,6 @@
-// glibc functions Node does not have, bound through koffi: posix_spawn's here (libc.ts), and for
-// the packages above the agent's flock(2) and datagram socket calls, iptables-node's netlink
-// socket. koffi and libc are loaded once, on first use, so importing a module that needs one
-// costs nothing until it is called.
+// glibc functions Node does not have, bound through koffi: posix_spawn's for @allocnet/spawn, the
+// agent's flock(2) and datagram socket calls, iptables-node's netlink socket. koffi and libc are
+// loaded once, on first use, so importing a module that needs one costs nothing until it is called.
 import { createRequire } from 'node:module';
 import type * as Koffi from 'koffi';
 

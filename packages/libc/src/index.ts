@@ -1,0 +1,1 @@
+export { bindLibc, loadKoffiLibc } from './bind.js';
