@@ -11,9 +11,16 @@ import * as t from 'io-ts';
 import { formatPath } from '@allocnet/base';
 import type { FieldPath } from '@allocnet/base';
 import type { CniOrigin, RunnerSpec } from '@allocnet/alloc-runner';
-import { MAX_IFNAME_BYTES, NAME_PATTERN, RESULT_VERSIONS, decode, isVersion } from '@allocnet/cni';
+import {
+  MAX_IFNAME_BYTES,
+  NAME_PATTERN,
+  RESULT_VERSIONS,
+  decode,
+  failWith,
+  isVersion,
+  problem,
+} from '@allocnet/cni';
 import { MAX_ALLOC_ID_LENGTH, RESERVED_ARG_KEYS } from '@allocnet/cni-configurator';
-import { failWith, problem } from './codec.js';
 import { show } from './errors.js';
 
 /** The verbs the server takes (VERSION too, though allocnet-cni answers it itself). */

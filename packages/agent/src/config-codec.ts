@@ -3,17 +3,8 @@
 // `LayerCodec`, every key optional. Also the address checks the listeners use.
 import { BlockList, isIP } from 'node:net';
 import type * as t from 'io-ts';
-import {
-  AbsolutePath,
-  Bool,
-  Text,
-  failWith,
-  list,
-  oneOf,
-  problem,
-  section,
-  whole,
-} from './codec.js';
+import { Bool, Text, failWith, list, oneOf, problem, section, whole } from '@allocnet/cni';
+import { AbsolutePath } from './codec.js';
 import { show } from './errors.js';
 import { LIMITS } from './requests.js';
 

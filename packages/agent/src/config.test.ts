@@ -280,7 +280,7 @@ limits: { maxPorts: 16, maxCniArgs: 0 }
     [
       'a path with ".."',
       { env: { ALLOCNET_SOCKET: '/run/../tmp/a.sock' } },
-      'config: socket "/run/../tmp/a.sock" is not a clean absolute path (no "..", no NUL, at most 4096 characters) (env ALLOCNET_SOCKET)',
+      'config: socket "/run/../tmp/a.sock" is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters) (env ALLOCNET_SOCKET)',
     ],
     [
       'a plugin dir in a list, by index',

@@ -6,7 +6,7 @@
 import * as t from 'io-ts';
 import { decodeSpec } from '@allocnet/alloc-runner';
 import type { RunnerSpec } from '@allocnet/alloc-runner';
-import { NAME_PATTERN, decode } from '@allocnet/cni';
+import { NAME_PATTERN, decode, failWith, list, problem } from '@allocnet/cni';
 import { checkAllocId, portMappings } from '@allocnet/cni-configurator';
 import type { NetworkCatalog } from '@allocnet/cni-configurator';
 import type {
@@ -17,7 +17,6 @@ import type {
   SetupAllocNetworkRequest__Output,
   TeardownAllocNetworkRequest__Output,
 } from '@allocnet/proto';
-import { failWith, list, problem } from './codec.js';
 import { DEFAULTS } from './defaults.js';
 import { invalidRequest, show } from './errors.js';
 import { protoField } from './status.js';

@@ -1,7 +1,8 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import * as t from 'io-ts';
-import { checkedString, decode } from './decode.js';
+import { checkedString } from './codecs.js';
+import { decode } from './decode.js';
 import { formatPath } from '@allocnet/base';
 import type { FieldPath } from '@allocnet/base';
 import { CniError } from './errors.js';

@@ -52,21 +52,3 @@ export function decode<A, O>(
     (first.value === undefined ? 'is missing' : `should be ${expected}, got ${show(first.value)}`);
   return { ok: false, problem: { path, field: formatPath(path), problem } };
 }
-
-/** A codec for strings that satisfy `test`, failing with `message` (after the field name). */
-export function checkedString(
-  name: string,
-  test: (s: string) => boolean,
-  message: (s: string) => string,
-): t.Type<string, string> {
-  return new t.Type<string, string, unknown>(
-    name,
-    (u): u is string => typeof u === 'string' && test(u),
-    (u, c) => {
-      if (u === undefined) return t.failure(u, c, 'is missing');
-      if (typeof u !== 'string') return t.failure(u, c, `should be a string, got ${show(u)}`);
-      return test(u) ? t.success(u) : t.failure(u, c, message(u));
-    },
-    t.identity,
-  );
-}

@@ -50,7 +50,20 @@ export {
   negotiateVersion,
 } from './version.js';
 export type { PluginVersions } from './version.js';
-export { checkedString, decode } from './decode.js';
+export { decode } from './decode.js';
+export {
+  Bool,
+  Problem,
+  Text,
+  checkedString,
+  failWith,
+  list,
+  oneOf,
+  problem,
+  section,
+  whole,
+} from './codecs.js';
+export type { ListOptions, Section } from './codecs.js';
 export type { DecodeProblem } from './decode.js';
 export { silentLogger } from './logger.js';
 export type { Logger } from './logger.js';
