@@ -1,6 +1,7 @@
 // The agent as a benchmark contender: the real process (packages/agent/dist/main.js) inside a node
 // namespace (`nsenter --net=`, so namespaces it makes stay visible), its state in a temp dir,
 // clients over its unix socket from the benchmark process.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -81,7 +82,7 @@ async function until(
   const deadline = performance.now() + timeoutMs;
   while (!done()) {
     if (performance.now() > deadline) throw why();
-    await new Promise((r) => setTimeout(r, everyMs));
+    await sleep(everyMs);
   }
 }
 
@@ -242,7 +243,7 @@ export async function firstAnswer(
         operator.close();
       }
     }
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
   }
 }
 
