@@ -1,13 +1,13 @@
 // How one `Iptables` runs a command: its family's binaries, the nsenter prefix for its namespace,
 // the per-process timeout, a debug line per command, and what a failed command becomes (an
-// `IptablesError` whose message starts with the command). The facade (iptables.ts) and restore
-// (restore.ts) both run their processes through here.
-import { IptablesError, classifyFailure } from './errors.js';
+// `IptablesError` whose message starts with the command). Every module of the facade
+// (listing.ts, changes.ts, restore.ts, handles.ts) runs its processes through here.
+import { IptablesError, classifyFailure, isIptablesError } from './errors.js';
 import type { IptablesErrorCode } from './errors.js';
 import type { CommandExec, CommandResult } from './exec.js';
 import type { Logger } from './logger.js';
 import { displayArgs } from './quote.js';
-import { SaveParseError, createSaveStream } from './save.js';
+import { createSaveStream } from './save.js';
 import type { SavedTable } from './save.js';
 import { checkTable } from './validate.js';
 import type { Family, Table } from './validate.js';
@@ -72,6 +72,8 @@ export interface Commands {
   readonly binaries: Binaries;
   readonly wait: readonly string[];
   readonly logger: Logger;
+  /** `iptables --wait [<seconds>] -t <table>`, the start of every rule and chain command. */
+  readonly tableArgs: (table: Table) => string[];
   /** What a message shows as "the command": the iptables argv, then where it ran. */
   describe(argv: readonly string[]): string;
   /** Runs `argv` (with the nsenter prefix); any ending is a result. `command` is what really ran. */
@@ -94,7 +96,7 @@ export interface Commands {
     call: CallOptions | undefined,
     onStdout?: (chunk: Buffer) => void,
   ): Promise<string>;
-  /** `read()`, with a `SaveParseError` turned into a `parse` error naming the command. */
+  /** `read()` (a parse), its `parse` error given again with the command that printed the text. */
   parsed<T>(argv: readonly string[], read: () => T): T;
   /** iptables-save, parsed as it is printed; `start`: its output's first 200 characters. */
   save(call?: SaveOptions): Promise<{ tables: SavedTable[]; start: string }>;
@@ -103,6 +105,8 @@ export interface Commands {
 export function createCommands(options: CommandsOptions): Commands {
   const { netns, exec, logger, timeoutMs, wait, nsenter } = options;
   const binaries = BINARIES[options.family];
+
+  const tableArgs = (table: Table): string[] => [binaries.main, ...wait, '-t', checkTable(table)];
 
   const describe = (argv: readonly string[]): string =>
     `${displayArgs(argv)}${netns === undefined ? '' : ` (in netns ${netns})`}`;
@@ -171,7 +175,7 @@ export function createCommands(options: CommandsOptions): Commands {
     try {
       return read();
     } catch (error) {
-      if (error instanceof SaveParseError) {
+      if (isIptablesError(error) && error.code === 'parse') {
         throw new IptablesError(`${describe(argv)} printed what cannot be read: ${error.message}`, {
           code: 'parse',
           cause: error,
@@ -195,5 +199,5 @@ export function createCommands(options: CommandsOptions): Commands {
     return { tables, start: stdout.slice(0, 200) };
   }
 
-  return { binaries, wait, logger, describe, execute, failure, run, parsed, save };
+  return { binaries, wait, logger, tableArgs, describe, execute, failure, run, parsed, save };
 }

@@ -9,7 +9,9 @@ import type { ErrorKind } from '@allocnet/base';
  * - `bad-rule`: iptables refused the rule or its options;
  * - `lock`: another process holds the xtables lock (legacy backend);
  * - `permission`: not root, or no CAP_NET_ADMIN in the target namespace;
- * - `parse`: iptables printed something this package cannot read;
+ * - `parse`: text that is not what iptables prints: a parser's (`parseIptablesSave`,
+ *   `parseRuleListing`, `splitArgs`; `line` names the line, 0 for the end of the text), or a
+ *   command's output (the message names the command, `cause` is the parser's);
  * - `changed`: the ruleset changed since it was read (an nf_tables removal by rule handle, nft.ts);
  * - `spawn`, `timeout`, `aborted`: the process did not start, took too long, or was cancelled;
  * - `unknown`: a failure none of the above describes (read `stderr`).
@@ -52,7 +54,10 @@ export interface IptablesErrorDetails {
   readonly command?: readonly string[];
   readonly exitCode?: number;
   readonly stderr?: string;
-  /** For a failed iptables-restore: the 1-based input line iptables named, if it named one. */
+  /**
+   * For a failed iptables-restore: the 1-based input line iptables named, if it named one. For a
+   * parser's `parse`: the 1-based line of the text, 0 for its end.
+   */
   readonly line?: number;
   readonly cause?: unknown;
 }

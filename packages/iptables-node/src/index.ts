@@ -13,7 +13,7 @@ export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';
 export type { BatchOp, RestoreBlock, RestoreInput } from './batch.js';
 export { IptablesError, isIptablesError } from './errors.js';
 export type { IptablesErrorCode, IptablesErrorDetails } from './errors.js';
-export { SaveParseError, createRuleMemo, parseIptablesSave, parseRuleListing } from './save.js';
+export { createRuleMemo, parseIptablesSave, parseRuleListing } from './save.js';
 export type { Chain, RuleListing, RuleMemo, SavedTable } from './save.js';
 export type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
 export { displayArgs, formatArg, formatArgs, splitArgs } from './quote.js';

@@ -289,11 +289,33 @@ describe('errors', () => {
     );
   });
 
-  it('refuses a bad netns at creation', () => {
-    expect(() => createIptables({ netns: '../x' })).toThrow(
-      'netns "../x" is neither an absolute path nor a name',
-    );
-    expect(() => createIptables({ netns: 'a b' })).toThrow('netns "a b" is not a netns name');
+  it('refuses a bad netns at creation, by the rule of @allocnet/netns', () => {
+    const refusal = (netns: string) => {
+      try {
+        createIptables({ netns });
+      } catch (error) {
+        if (isIptablesError(error)) return [error.code, error.kind, error.message];
+        throw error;
+      }
+      return 'accepted';
+    };
+    expect(refusal('../x')).toEqual([
+      'invalid-argument',
+      'invalid',
+      'netns "../x" is not an absolute path',
+    ]);
+    expect(refusal('a b')).toEqual([
+      'invalid-argument',
+      'invalid',
+      'netns "a b" is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"',
+    ]);
+    // A path that is not clean was taken as is before the rule was shared.
+    expect(refusal('/run/netns/../x')).toEqual([
+      'invalid-argument',
+      'invalid',
+      'netns "/run/netns/../x" is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters)',
+    ]);
+    expect(createIptables({ netns: '/proc/1/ns/net' }).netns).toBe('/proc/1/ns/net');
   });
 });
 

@@ -1,11 +1,5 @@
-import {
-  QuoteError,
-  displayArgs,
-  formatArg,
-  formatArgs,
-  splitArgs,
-  splitStatements,
-} from './quote.js';
+import { isIptablesError } from './errors.js';
+import { displayArgs, formatArg, formatArgs, splitArgs, splitStatements } from './quote.js';
 
 describe('splitArgs', () => {
   it('reads a bridge-plugin comment with escaped quotes exactly as iptables prints it', () => {
@@ -85,9 +79,15 @@ describe('splitStatements', () => {
   });
 
   it('refuses an unterminated quote, naming the line it opened on', () => {
-    expect(() => splitStatements('*nat\n-A X --comment "open\n')).toThrow(
-      new QuoteError('unterminated quote opened on line 2', 2),
-    );
+    let refused: unknown;
+    try {
+      splitStatements('*nat\n-A X --comment "open\n');
+    } catch (error) {
+      refused = error;
+    }
+    expect(
+      isIptablesError(refused) && [refused.code, refused.kind, refused.message, refused.line],
+    ).toEqual(['parse', 'internal', 'unterminated quote opened on line 2', 2]);
   });
 });
 

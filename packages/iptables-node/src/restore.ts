@@ -1,7 +1,8 @@
-// `Iptables.restore`: a batch through one `iptables-restore --noflush`, all or nothing. One table
-// is one kernel transaction; iptables-restore commits table by table, so a batch over several
-// tables first saves them and, when a later table fails, puts back those that had committed
-// (rollback.ts computes the ops; docs/iptables.md has the measurements).
+// `Iptables.restore` and `clearAndDeleteChain`: a batch through one `iptables-restore --noflush`,
+// all or nothing. One table is one kernel transaction; iptables-restore commits table by table,
+// so a batch over several tables first saves them and, when a later table fails, puts back
+// those that had committed (rollback.ts computes the ops; docs/iptables.md has the
+// measurements).
 import { formatRestoreInput, opArgs } from './batch.js';
 import type { BatchOp, RestoreBlock } from './batch.js';
 import type { CallOptions, Commands } from './commands.js';
@@ -9,6 +10,8 @@ import { IptablesError, isIptablesError } from './errors.js';
 import { displayArgs } from './quote.js';
 import { rollbackOps } from './rollback.js';
 import type { SavedTable } from './save.js';
+import type { Iptables } from './types.js';
+import { checkChain, checkTable } from './validate.js';
 import type { Table } from './validate.js';
 
 /** The input line iptables-restore blamed, from messages like "line 3 failed" or "line 3: …". */
@@ -137,4 +140,28 @@ async function undo(
       );
     }
   }
+}
+
+/** The `Iptables` methods that are one batch: `restore`, and `clearAndDeleteChain` (`-F`, `-X`). */
+export function batchOps(commands: Commands): Pick<Iptables, 'restore' | 'clearAndDeleteChain'> {
+  return {
+    async restore(batch, options) {
+      const { perTable, ...call } = options ?? {};
+      await restoreOps(commands, batch.ops, call, perTable === true);
+    },
+
+    async clearAndDeleteChain(table, chain, call) {
+      const ops: BatchOp[] = [
+        { kind: 'clearChain', table: checkTable(table), chain: checkChain(chain) },
+        { kind: 'deleteChain', table, chain },
+      ];
+      try {
+        await restoreOps(commands, ops, call);
+        return true;
+      } catch (error) {
+        if (isIptablesError(error) && error.code === 'not-found') return false;
+        throw error;
+      }
+    },
+  };
 }

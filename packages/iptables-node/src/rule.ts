@@ -1,3 +1,4 @@
+import { IptablesError } from './errors.js';
 import type { Token } from './quote.js';
 import type { Table } from './validate.js';
 
@@ -38,11 +39,9 @@ export interface Rule {
   readonly target: RuleTarget | undefined;
 }
 
-export class RuleParseError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RuleParseError';
-  }
+/** The `parse` error for a rule that iptables would not print, naming its line. */
+function refused(line: number, what: string): IptablesError {
+  return new IptablesError(`line ${line}: ${what}`, { code: 'parse', line });
 }
 
 // Built-in matches; everything else comes after `-m <module>`.
@@ -70,12 +69,13 @@ function isNegation(token: Token): boolean {
 
 /**
  * Reads options from `tokens` starting at `start`, up to a `-m`, `-j` or `-g` (or the end).
- * Returns the options and the index where it stopped.
+ * Returns the options and the index where it stopped. `line` is the rule's, for an error.
  */
 function readOptions(
   tokens: readonly Token[],
   start: number,
   stopAtModule: boolean,
+  line: number,
 ): { options: RuleOption[]; next: number } {
   const options: RuleOption[] = [];
   let i = start;
@@ -86,24 +86,24 @@ function readOptions(
       negated = true;
       i++;
       const after = tokens[i];
-      if (after === undefined) throw new RuleParseError('"!" at the end of the rule');
+      if (after === undefined) throw refused(line, '"!" at the end of the rule');
       token = after;
     }
     if (
       stopAtModule &&
       (MODULE_FLAGS.has(token.value) || JUMP_FLAGS.has(token.value) || GOTO_FLAGS.has(token.value))
     ) {
-      if (negated) throw new RuleParseError(`"!" before ${token.value}`);
+      if (negated) throw refused(line, `"!" before ${token.value}`);
       break;
     }
     if (!isOptionToken(token)) {
-      throw new RuleParseError(`value ${JSON.stringify(token.value)} does not follow an option`);
+      throw refused(line, `value ${JSON.stringify(token.value)} does not follow an option`);
     }
     i++;
     const values: string[] = [];
     if (ONE_VALUE_OPTIONS.has(token.value)) {
       const value = tokens[i];
-      if (value === undefined) throw new RuleParseError(`${token.value} has no value`);
+      if (value === undefined) throw refused(line, `${token.value} has no value`);
       values.push(value.value);
       i++;
     } else {
@@ -121,17 +121,23 @@ function readOptions(
 
 /**
  * Builds a `Rule` from the tokens that follow `-A <chain>` in iptables-save or `iptables -S`
- * output. Throws `RuleParseError` when the tokens are not a rule iptables would print.
+ * output, on `line` of it. Throws a `parse` error naming the line when the tokens are not a rule
+ * iptables would print.
  */
-export function ruleFromTokens(table: Table, chain: string, tokens: readonly Token[]): Rule {
+export function ruleFromTokens(
+  table: Table,
+  chain: string,
+  tokens: readonly Token[],
+  line: number,
+): Rule {
   const matches: RuleMatch[] = [];
   let target: RuleTarget | undefined;
   let i = 0;
 
-  const builtin = readOptions(tokens, i, true);
+  const builtin = readOptions(tokens, i, true, line);
   for (const option of builtin.options) {
     if (!BUILTIN_OPTIONS.has(option.option)) {
-      throw new RuleParseError(`option ${option.option} comes before any -m`);
+      throw refused(line, `option ${option.option} comes before any -m`);
     }
   }
   if (builtin.options.length > 0) matches.push({ module: undefined, options: builtin.options });
@@ -140,14 +146,14 @@ export function ruleFromTokens(table: Table, chain: string, tokens: readonly Tok
   while (i < tokens.length) {
     const flag = (tokens[i] as Token).value;
     const name = tokens[i + 1];
-    if (name === undefined) throw new RuleParseError(`${flag} has no name`);
+    if (name === undefined) throw refused(line, `${flag} has no name`);
     if (MODULE_FLAGS.has(flag)) {
-      const read = readOptions(tokens, i + 2, true);
+      const read = readOptions(tokens, i + 2, true, line);
       matches.push({ module: name.value, options: read.options });
       i = read.next;
     } else {
       // -j/-g: everything after the target's name is the target's options.
-      const read = readOptions(tokens, i + 2, false);
+      const read = readOptions(tokens, i + 2, false, line);
       target = { name: name.value, goto: GOTO_FLAGS.has(flag), options: read.options };
       i = read.next;
     }

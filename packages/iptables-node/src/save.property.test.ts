@@ -1,18 +1,14 @@
 // Properties of the iptables-save and `iptables -S` parsers (what iptables prints is read at this
-// edge): any text is tables or a `SaveParseError` naming a line of it, never anything else; a
+// edge): any text is tables or a `parse` IptablesError naming a line of it, never anything else; a
 // ruleset written with this package's own writer (`formatRestoreInput`, `formatArg`) is read back
 // exactly: parse(render(tables)) equals tables, rules' matches, comments and targets included.
 import fc from 'fast-check';
 import { formatRestoreInput } from './batch.js';
 import { formatArg } from './quote.js';
 import type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
-import {
-  SaveParseError,
-  createRuleMemo,
-  createSaveStream,
-  parseIptablesSave,
-  parseRuleListing,
-} from './save.js';
+import { isIptablesError } from './errors.js';
+import type { IptablesError } from './errors.js';
+import { createRuleMemo, createSaveStream, parseIptablesSave, parseRuleListing } from './save.js';
 import type { Chain, SavedTable } from './save.js';
 import { TABLES } from './validate.js';
 import type { Table } from './validate.js';
@@ -39,17 +35,23 @@ const text = fc.oneof(
   fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join('')),
 );
 
+/** A parser's error: an `IptablesError` with code `parse` and a line; anything else is thrown. */
+function parseError(error: unknown): IptablesError & { readonly line: number } {
+  if (!isIptablesError(error) || error.code !== 'parse' || error.line === undefined) throw error;
+  return error as IptablesError & { readonly line: number };
+}
+
 function lineCount(t: string): number {
   return t.split('\n').length;
 }
 
-/** A parse's value, or its `SaveParseError`'s message and line. */
+/** A parse's value, or its `parse` error's message and line. */
 function outcome(f: () => unknown) {
   try {
     return { value: f() };
   } catch (error) {
-    if (!(error instanceof SaveParseError)) throw error;
-    return { error: error.message, line: error.line };
+    const refused = parseError(error);
+    return { error: refused.message, line: refused.line };
   }
 }
 
@@ -81,17 +83,17 @@ const filters: fc.Arbitrary<((line: string) => boolean) | undefined> = fc.consta
 );
 
 describe('parseIptablesSave properties', () => {
-  it('reads any text as tables or a SaveParseError naming a line of it', () => {
+  it('reads any text as tables or a parse error naming a line of it', () => {
     fc.assert(
       fc.property(text, fc.boolean(), (input, filtered) => {
         try {
           parseIptablesSave(input, filtered ? (line) => line.includes('X') : undefined);
         } catch (error) {
-          if (!(error instanceof SaveParseError)) throw error;
+          const { line, message } = parseError(error);
           // 0 is the end of the text (a table without COMMIT).
-          expect(error.line).toBeGreaterThanOrEqual(0);
-          expect(error.line).toBeLessThanOrEqual(lineCount(input));
-          if (error.line > 0) expect(error.message).toMatch(/^(line \d+: |unterminated quote)/);
+          expect(line).toBeGreaterThanOrEqual(0);
+          expect(line).toBeLessThanOrEqual(lineCount(input));
+          if (line > 0) expect(message).toMatch(/^(line \d+: |unterminated quote)/);
         }
       }),
       parameters(1000),
@@ -134,15 +136,15 @@ describe('parseIptablesSave properties', () => {
     );
   });
 
-  it('reads any text as an iptables -S listing or a SaveParseError naming a line of it', () => {
+  it('reads any text as an iptables -S listing or a parse error naming a line of it', () => {
     fc.assert(
       fc.property(text, fc.constantFrom(...TABLES), (input, table) => {
         try {
           parseRuleListing(table, input);
         } catch (error) {
-          if (!(error instanceof SaveParseError)) throw error;
-          expect(error.line).toBeGreaterThanOrEqual(1);
-          expect(error.line).toBeLessThanOrEqual(lineCount(input));
+          const { line } = parseError(error);
+          expect(line).toBeGreaterThanOrEqual(1);
+          expect(line).toBeLessThanOrEqual(lineCount(input));
         }
       }),
       parameters(1000),

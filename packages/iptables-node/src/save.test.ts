@@ -1,10 +1,5 @@
-import {
-  SaveParseError,
-  createRuleMemo,
-  createSaveStream,
-  parseIptablesSave,
-  parseRuleListing,
-} from './save.js';
+import { isIptablesError } from './errors.js';
+import { createRuleMemo, createSaveStream, parseIptablesSave, parseRuleListing } from './save.js';
 
 // Captured from a node namespace after the Debian bridge, firewall and portmap plugins ran ADD
 // for one allocation (iptables 1.8.9, nf_tables), trimmed to the interesting lines.
@@ -32,6 +27,18 @@ COMMIT
 -A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"6b235529-8111-4bbe-520b-d639b1d2a94e\\"" -m multiport --dports 25000 -j CNI-DN-50e58ea77dc52e0c731e3
 COMMIT
 `;
+
+/** What a parser threw: an `IptablesError`'s code, kind, message, line and command. */
+function refusal(parse: () => unknown) {
+  try {
+    parse();
+  } catch (error) {
+    if (!isIptablesError(error)) throw error;
+    const { code, kind, message, line, command } = error;
+    return { code, kind, message, line, command };
+  }
+  throw new Error('it parsed');
+}
 
 const COMMENT = 'name: "nomad" id: "6b235529-8111-4bbe-520b-d639b1d2a94e"';
 
@@ -124,16 +131,22 @@ describe('parseIptablesSave', () => {
   });
 
   it.each([
-    ['-A X -j ACCEPT\n', 'line 1: "-A" outside a table'],
-    ['*nat\n-A X -j ACCEPT\n', 'table nat has no COMMIT'],
-    ['*nat\n*filter\n', 'line 2: table *filter starts before COMMIT'],
-    ['*bogus\nCOMMIT\n', 'line 1: unknown table "bogus"'],
-    ['*nat\n-A X foo -j ACCEPT\nCOMMIT\n', 'line 2: value "foo" does not follow an option'],
-    ['*nat\n-A X --dport 80 -j ACCEPT\nCOMMIT\n', 'line 2: option --dport comes before any -m'],
-    ['*nat\n-A X -j\nCOMMIT\n', 'line 2: -j has no name'],
-    ['*nat\n-A X -m comment --comment "x\nCOMMIT\n', 'unterminated quote opened on line 2'],
-  ])('refuses %j with %j', (text, message) => {
-    expect(() => parseIptablesSave(text)).toThrow(new SaveParseError(message, 0));
+    ['-A X -j ACCEPT\n', 'line 1: "-A" outside a table', 1],
+    ['*nat\n-A X -j ACCEPT\n', 'table nat has no COMMIT', 0],
+    ['*nat\n*filter\n', 'line 2: table *filter starts before COMMIT', 2],
+    ['*bogus\nCOMMIT\n', 'line 1: unknown table "bogus"', 1],
+    ['*nat\n-A X foo -j ACCEPT\nCOMMIT\n', 'line 2: value "foo" does not follow an option', 2],
+    ['*nat\n-A X --dport 80 -j ACCEPT\nCOMMIT\n', 'line 2: option --dport comes before any -m', 2],
+    ['*nat\n-A X -j\nCOMMIT\n', 'line 2: -j has no name', 2],
+    ['*nat\n-A X -m comment --comment "x\nCOMMIT\n', 'unterminated quote opened on line 2', 2],
+  ])('refuses %j with %j (a parse error on line %d)', (text, message, line) => {
+    expect(refusal(() => parseIptablesSave(text))).toEqual({
+      code: 'parse',
+      kind: 'internal',
+      message,
+      line,
+      command: [],
+    });
   });
 });
 
@@ -234,9 +247,13 @@ describe('createSaveStream', () => {
     expect(() => {
       stream.write(Buffer.from(bad));
     }).not.toThrow();
-    expect(() => stream.end(bad)).toThrow(
-      new SaveParseError('line 2: value "foo" does not follow an option', 2),
-    );
+    expect(refusal(() => stream.end(bad))).toEqual({
+      code: 'parse',
+      kind: 'internal',
+      message: 'line 2: value "foo" does not follow an option',
+      line: 2,
+      command: [],
+    });
   });
 });
 

@@ -1,7 +1,8 @@
 import { StringDecoder } from 'node:string_decoder';
-import { QuoteError, eachStatement, splitArgs, splitStatements } from './quote.js';
+import { IptablesError } from './errors.js';
+import { eachStatement, splitArgs, splitStatements } from './quote.js';
 import type { Statement, Token } from './quote.js';
-import { RuleParseError, ruleFromTokens } from './rule.js';
+import { ruleFromTokens } from './rule.js';
 import type { Rule } from './rule.js';
 import { TABLES } from './validate.js';
 import type { Table } from './validate.js';
@@ -35,37 +36,14 @@ export interface RuleListing {
   readonly rules: readonly Rule[];
 }
 
-export class SaveParseError extends Error {
-  constructor(
-    message: string,
-    readonly line: number,
-  ) {
-    super(message);
-    this.name = 'SaveParseError';
-  }
+/** The `parse` error for text that is not iptables output; `line` 0 is the end of the text. */
+function unreadable(message: string, line: number): IptablesError {
+  return new IptablesError(message, { code: 'parse', line });
 }
 
-function statementsOf(text: string): Statement[] {
-  try {
-    return splitStatements(text);
-  } catch (error) {
-    if (error instanceof QuoteError) throw new SaveParseError(error.message, error.line);
-    throw error;
-  }
-}
-
-/** `eachStatement`, its quote errors as `SaveParseError`s. */
-function eachStatementOf(
-  text: string,
-  visit: (statement: Statement) => void,
-  firstLine: number,
-): void {
-  try {
-    eachStatement(text, visit, firstLine);
-  } catch (error) {
-    if (error instanceof QuoteError) throw new SaveParseError(error.message, error.line);
-    throw error;
-  }
+/** The same on a statement: `line N: <what>`. */
+function unexpected(statement: Statement, what: string): IptablesError {
+  return unreadable(`line ${statement.line}: ${what}`, statement.line);
 }
 
 function values(tokens: readonly Token[]): string[] {
@@ -74,16 +52,8 @@ function values(tokens: readonly Token[]): string[] {
 
 function parseRule(table: Table, statement: Statement): Rule {
   const [, chain, ...rest] = statement.tokens;
-  if (chain === undefined)
-    throw new SaveParseError(`line ${statement.line}: -A without a chain`, statement.line);
-  try {
-    return ruleFromTokens(table, chain.value, rest);
-  } catch (error) {
-    if (error instanceof RuleParseError) {
-      throw new SaveParseError(`line ${statement.line}: ${error.message}`, statement.line);
-    }
-    throw error;
-  }
+  if (chain === undefined) throw unexpected(statement, '-A without a chain');
+  return ruleFromTokens(table, chain.value, rest, statement.line);
 }
 
 /** True when a line opens a quote it does not close (an argument that goes on to the next line). */
@@ -134,7 +104,7 @@ class SaveReader {
 
   /**
    * Reads `text`, whole lines, its first being line `firstLine` of the output. Throws
-   * `SaveParseError` naming the line. With `keep`, false when a line opens a quote it does not
+   * a `parse` error naming the line. With `keep`, false when a line opens a quote it does not
    * close (lines cannot be judged alone then): this reader can read no further.
    */
   read(text: string, firstLine: number): boolean {
@@ -145,7 +115,7 @@ class SaveReader {
       if (kept === undefined) return false;
       ({ text: body, places } = kept);
     }
-    eachStatementOf(
+    eachStatement(
       body,
       (statement) => {
         this.statement(statement, places);
@@ -157,7 +127,7 @@ class SaveReader {
 
   /** The tables, once the output has been read to its end. */
   finish(): SavedTable[] {
-    if (this.current) throw new SaveParseError(`table ${this.current.name} has no COMMIT`, 0);
+    if (this.current) throw unreadable(`table ${this.current.name} has no COMMIT`, 0);
     return this.tables;
   }
 
@@ -198,14 +168,12 @@ class SaveReader {
   private statement(statement: Statement, places: Map<number, number> | undefined): void {
     const words = values(statement.tokens);
     const head = words[0] as string;
-    const at = `line ${statement.line}`;
     const current = this.current;
     if (head.startsWith('*')) {
-      if (current)
-        throw new SaveParseError(`${at}: table ${head} starts before COMMIT`, statement.line);
+      if (current) throw unexpected(statement, `table ${head} starts before COMMIT`);
       const name = head.slice(1);
       if (!(TABLES as readonly string[]).includes(name)) {
-        throw new SaveParseError(`${at}: unknown table ${JSON.stringify(name)}`, statement.line);
+        throw unexpected(statement, `unknown table ${JSON.stringify(name)}`);
       }
       this.current = {
         name: name as Table,
@@ -215,15 +183,14 @@ class SaveReader {
         sizes: this.sizes.get(name) ?? new Map<string, number>(),
       };
     } else if (current === undefined) {
-      throw new SaveParseError(`${at}: ${JSON.stringify(head)} outside a table`, statement.line);
+      throw unexpected(statement, `${JSON.stringify(head)} outside a table`);
     } else if (head === 'COMMIT') {
       const { positions, sizes, ...table } = current;
       this.tables.push({ ...table, places: { positions, sizes } });
       this.current = undefined;
     } else if (head.startsWith(':')) {
       const policy = words[1];
-      if (policy === undefined)
-        throw new SaveParseError(`${at}: chain ${head} has no policy`, statement.line);
+      if (policy === undefined) throw unexpected(statement, `chain ${head} has no policy`);
       current.chains.push({ name: head.slice(1), policy: policy === '-' ? undefined : policy });
     } else if (head === '-A' || head === '--append') {
       this.rule(current, parseRule(current.name, statement), statement.line, places);
@@ -232,7 +199,7 @@ class SaveReader {
       const rule = parseRule(current.name, { ...statement, tokens: statement.tokens.slice(1) });
       this.rule(current, rule, statement.line, places);
     } else {
-      throw new SaveParseError(`${at}: unexpected ${JSON.stringify(head)}`, statement.line);
+      throw unexpected(statement, `unexpected ${JSON.stringify(head)}`);
     }
   }
 
@@ -252,7 +219,7 @@ class SaveReader {
 
 /**
  * Parses iptables-save (or ip6tables-save) output into tables of chains and rules, in the order
- * printed. Counters are dropped. Throws `SaveParseError` naming the line for text that is not
+ * printed. Counters are dropped. Throws a `parse` error naming the line for text that is not
  * iptables-save output.
  *
  * `keep`, when given, is asked about every line but table headers and COMMIT (chain declarations
@@ -272,8 +239,8 @@ export function parseIptablesSave(text: string, keep?: (line: string) => boolean
 /**
  * `parseIptablesSave` of a command's output, read as it arrives: `write` each piece of stdout in
  * order (`CommandSpec.onStdout`), then `end` with the whole stdout the result holds. The lines
- * are parsed as they come, so the parse overlaps iptables-save's writing (at 5,000 leaked
- * allocations it printed 5.6 MB over its last 100 ms, and the parse took some 190 ms after it).
+ * are parsed as they come, so the parse overlaps iptables-save's writing rather than starting
+ * after its last byte (with thousands of leaked allocations that wait was most of a save).
  * `write` never throws. `end` gives exactly what `parseIptablesSave(stdout, keep)` gives, error
  * included: anything the pieces could not be read as (a quote spanning lines where a piece ends,
  * a line that does not parse, pieces that are not the whole stdout) is parsed again whole there,
@@ -341,7 +308,7 @@ export function parseRuleListing(table: Table, text: string, memo?: RuleMemo): R
   }
   const chains: Chain[] = [];
   const rules: Rule[] = [];
-  for (const statement of statementsOf(text)) {
+  for (const statement of splitStatements(text)) {
     const [head, name, policy] = values(statement.tokens);
     if (head === '-P' && name !== undefined && policy !== undefined) {
       chains.push({ name, policy });
@@ -350,10 +317,7 @@ export function parseRuleListing(table: Table, text: string, memo?: RuleMemo): R
     } else if (head === '-A') {
       rules.push(parseRule(table, statement));
     } else {
-      throw new SaveParseError(
-        `line ${statement.line}: unexpected ${JSON.stringify(head)}`,
-        statement.line,
-      );
+      throw unexpected(statement, `unexpected ${JSON.stringify(head)}`);
     }
   }
   return { chains, rules };
@@ -373,9 +337,9 @@ export interface RuleMemo {
 }
 
 /**
- * A memo for `parseRuleListing`. The defaults hold the shared chains of a few thousand
- * allocations (CNI-FORWARD has two rules each) in about 15 MB at most (a firewall rule is some
- * 1.5 KB of heap, measured), and skip listings under 4 KB (some 60 rules).
+ * A memo for `parseRuleListing`. The defaults (10,000 rules, 4,096 characters) hold the shared
+ * chains of a few thousand allocations (CNI-FORWARD has two rules each) within a bounded heap,
+ * and leave short listings (one allocation's chain) to be parsed directly.
  */
 export function createRuleMemo(options: { limit?: number; minChars?: number } = {}): RuleMemo {
   return { rules: new Map(), limit: options.limit ?? 10_000, minChars: options.minChars ?? 4096 };

@@ -1,3 +1,4 @@
+import { resolveNetns } from '@allocnet/netns';
 import { IptablesError } from './errors.js';
 
 /** The tables iptables knows. */
@@ -48,18 +49,12 @@ export function checkPosition(position: number, field = 'position'): number {
   return position;
 }
 
-// Names `ip netns` accepts and that stay one path component.
-const NETNS_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;
-
-/** A netns given as a path is used as is; a bare name means `/run/netns/<name>`. */
+/**
+ * The path of a netns given by path (used as is) or by name (under @allocnet/netns's
+ * NETNS_RUN_DIR): @allocnet/netns's rule for both, worded here as `invalid-argument` on `field`.
+ */
 export function netnsPath(netns: string, field = 'netns'): string {
-  if (netns.includes('/')) {
-    if (!netns.startsWith('/') || netns.includes('\0')) {
-      throw invalid(`${field} ${JSON.stringify(netns)} is neither an absolute path nor a name`);
-    }
-    return netns;
-  }
-  if (!NETNS_NAME.test(netns))
-    throw invalid(`${field} ${JSON.stringify(netns)} is not a netns name`);
-  return `/run/netns/${netns}`;
+  const resolved = resolveNetns(netns);
+  if ('problem' in resolved) throw invalid(`${field} ${JSON.stringify(netns)} ${resolved.problem}`);
+  return resolved.path;
 }

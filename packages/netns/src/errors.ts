@@ -50,7 +50,7 @@ const BRAND = Symbol.for('@allocnet/netns.NetnsError');
 
 /**
  * The one error type of this package. Its message is what `ip` said, after the command:
- * `ip netns add alloc-1 failed (exit status 1): Cannot create namespace file "/run/netns/alloc-1": File exists`.
+ * `ip netns add alloc-1 failed (exit status 1): Cannot create namespace file "<NETNS_RUN_DIR>/alloc-1": File exists`.
  */
 export class NetnsError extends Error {
   readonly code: NetnsErrorCode;

@@ -2,7 +2,6 @@ export { createIpNetnsManager } from './manager.js';
 export type {
   CallOptions,
   CommandRequest,
-  CommandExec,
   IpNetnsManager,
   IpNetnsManagerOptions,
   NetnsManager,
@@ -18,4 +17,6 @@ export {
 } from './paths.js';
 export { checkNetnsName, parseLinkNames, parseNetnsList, parsePids } from './names.js';
 export { NetnsError, isNetnsError } from './errors.js';
+// The seam `run` takes, re-exported for callers that write a fake.
+export type { CommandExec, CommandSpec } from '@allocnet/spawn';
 export type { NetnsCommandOutcome, NetnsErrorCode, NetnsErrorDetails } from './errors.js';

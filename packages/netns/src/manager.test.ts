@@ -3,10 +3,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RunResult } from '@allocnet/spawn';
+import type { CommandExec, CommandSpec, RunResult } from '@allocnet/spawn';
 import { isNetnsError } from './errors.js';
 import { createIpNetnsManager } from './manager.js';
-import type { CommandRequest, IpNetnsManagerOptions } from './manager.js';
+import type { IpNetnsManagerOptions } from './manager.js';
 
 const ok = (stdout = ''): RunResult => ({ kind: 'exited', exitCode: 0, stdout, stderr: '' });
 const exit = (exitCode: number, stderr: string): RunResult => ({
@@ -16,20 +16,22 @@ const exit = (exitCode: number, stderr: string): RunResult => ({
   stderr,
 });
 
-/** A command runner that records each command and answers from a script, in order. */
+/** A `CommandExec` that records each command and answers from a script, in order. */
 function recording(...answers: RunResult[]) {
-  const calls: CommandRequest[] = [];
-  const run = (request: CommandRequest) => {
-    calls.push(request);
-    return Promise.resolve(answers.shift() ?? ok());
+  const calls: CommandSpec[] = [];
+  const exec: CommandExec = {
+    run(spec) {
+      calls.push(spec);
+      return Promise.resolve(answers.shift() ?? ok());
+    },
   };
   const argv = () => calls.map((c) => [c.file, ...c.args].join(' '));
-  return { calls, run, argv };
+  return { calls, exec, argv };
 }
 
 function manager(answers: RunResult[], options: IpNetnsManagerOptions = {}) {
   const fake = recording(...answers);
-  return { fake, netns: createIpNetnsManager({ run: fake.run, ...options }) };
+  return { fake, netns: createIpNetnsManager({ run: fake.exec, ...options }) };
 }
 
 async function failure(promise: Promise<unknown>) {
@@ -135,6 +137,13 @@ describe('create, remove, list, pathOf', () => {
     );
     expect(netns.pathOf('alloc-1')).toBe('/run/netns/alloc-1');
     expect(fake.calls).toEqual([]);
+  });
+
+  it('takes the seam’s run function alone too, as before the seam was shared', async () => {
+    const fake = recording(ok('alloc-1\n'));
+    const netns = createIpNetnsManager({ run: (spec) => fake.exec.run(spec) });
+    expect(await netns.list()).toEqual(['alloc-1']);
+    expect(fake.calls).toEqual([{ file: 'ip', args: ['netns', 'list'], timeoutMs: 30_000 }]);
   });
 
   it('uses the ip it is given', async () => {

@@ -44,9 +44,9 @@ export function netnsPathOf(name: string): string {
 }
 
 /**
- * A namespace given by name or by path: a bare name means `/run/netns/<name>`; a path is taken as
- * is. `name` is set when it is one under NETNS_RUN_DIR (what `ip netns exec` needs). A problem
- * instead when it is neither a namespace name nor a clean absolute path.
+ * A namespace given by name or by path: a bare name means `${NETNS_RUN_DIR}/<name>`; a path is
+ * taken as is. `name` is set when it is one under NETNS_RUN_DIR (what `ip netns exec` needs). A
+ * problem instead when it is neither a namespace name nor a clean absolute path.
  */
 export function resolveNetns(
   nameOrPath: string,

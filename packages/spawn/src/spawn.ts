@@ -13,8 +13,7 @@ import type { Libc, SignalSets } from './libc.js';
 /**
  * How a process is started. `posix_spawn` (glibc's, which clones with CLONE_VM|CLONE_VFORK) costs
  * the same whatever this process's size; `child_process` (libuv) forks this whole process first,
- * which costs more the larger it is: measured here, 3.5 ms per spawn from a 54 MB Node process and
- * 10.5 ms from a 254 MB one, against 2.0 ms from Go (docs/spawn.md).
+ * which costs more the larger it is (the figures are in docs/spawn.md).
  */
 export type SpawnMethod = 'posix_spawn' | 'child_process';
 
@@ -200,9 +199,9 @@ function posixSpawner(): PosixSpawner | null {
 /**
  * Hands the memory this process has freed back to the kernel (glibc's `malloc_trim(0)`): after a
  * burst of work (a restore reads thousands of plugin and iptables outputs into buffers) glibc
- * keeps the freed heap, which the resident size goes on counting (50 MB of 185 MB after
- * restoring 1,000 allocations, measured). Returns false where there is no glibc binding (then
- * nothing is done). Takes a few milliseconds; call it after such a burst, not per operation.
+ * keeps the freed heap, which the resident size goes on counting. Returns false where there is
+ * no glibc binding (then nothing is done). Not free: call it after such a burst, not per
+ * operation.
  */
 export function releaseFreeMemory(): boolean {
   const trim = posixSpawner()?.libc.mallocTrim;

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { runProcess, startProcess } from './index.js';
 import type { SpawnMethod, StartedProcess } from './index.js';
 
@@ -70,7 +71,7 @@ describe.each<SpawnMethod>(['posix_spawn', 'child_process'])('startProcess over 
     });
     await readFile(started, 'utf8');
     // Waiting longer than the timeout before the input is the point of this test, not a sync.
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await sleep(400);
     const given = performance.now();
     // Alive and reading: it echoes the input, then the timer (from now) kills it.
     expect(await child.run('late\n')).toEqual({
@@ -278,7 +279,7 @@ function alive(pid: number): boolean {
 async function until(condition: () => boolean): Promise<boolean> {
   for (let i = 0; i < 250; i++) {
     if (condition()) return true;
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   return condition();
 }

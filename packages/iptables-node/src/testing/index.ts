@@ -82,7 +82,7 @@ export function bridgeComment(network: string, id: string): string {
 
 /**
  * Adds to `batch` exactly what the Debian bridge plugin (1.1.1, ipMasq) leaves in nat for one
- * attachment, as measured: chain `CNI-<h>` with an ACCEPT for the subnet and a MASQUERADE for
+ * attachment, as read back from a real run: chain `CNI-<h>` with an ACCEPT for the subnet and a MASQUERADE for
  * all but multicast, and a POSTROUTING jump for the address, each with the plugin's comment.
  * For tests and demos that need the plugin's leak without running the plugin.
  */

@@ -1,22 +1,22 @@
-import { createSpawnExec } from './exec.js';
+import { createCommandExec } from './exec.js';
 
-describe('createSpawnExec', () => {
+describe('createCommandExec', () => {
   it('runs the argv without a shell, with LC_ALL=C, and the input on stdin', async () => {
-    const result = await createSpawnExec().run({
+    const result = await createCommandExec().run({
       file: 'sh',
       args: ['-c', 'echo "$LC_ALL|$0"; cat; exit 2', 'a b;c'],
-      input: '*filter\nCOMMIT\n',
+      input: 'line 1\nline 2\n',
     });
     expect(result).toEqual({
       kind: 'exited',
       exitCode: 2,
-      stdout: 'C|a b;c\n*filter\nCOMMIT\n',
+      stdout: 'C|a b;c\nline 1\nline 2\n',
       stderr: '',
     });
   });
 
   it('gives stdin /dev/null without input, and kills at the timeout', async () => {
-    const result = await createSpawnExec().run({
+    const result = await createCommandExec().run({
       file: 'sh',
       args: ['-c', 'cat; echo read all; exec sleep 30'],
       timeoutMs: 200,
@@ -33,8 +33,8 @@ describe('createSpawnExec', () => {
   it('starts nothing for an aborted signal', async () => {
     const controller = new AbortController();
     controller.abort();
-    const result = await createSpawnExec().run({
-      file: '/nonexistent/iptables',
+    const result = await createCommandExec().run({
+      file: '/nonexistent/command',
       args: [],
       signal: controller.signal,
     });
@@ -45,5 +45,17 @@ describe('createSpawnExec', () => {
       stdout: '',
       stderr: '',
     });
+  });
+
+  it('gives stdout to onStdout as it comes, and whole in the result', async () => {
+    const pieces: string[] = [];
+    const result = await createCommandExec().run({
+      file: 'sh',
+      args: ['-c', 'printf out'],
+      onStdout: (chunk) => {
+        pieces.push(chunk.toString('utf8'));
+      },
+    });
+    expect([pieces.join(''), result.stdout]).toEqual(['out', 'out']);
   });
 });

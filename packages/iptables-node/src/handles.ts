@@ -1,0 +1,169 @@
+// An `Iptables`'s nf_tables side (nft.ts does the netlink): `saveAt`, iptables-save with the
+// ruleset generation it shows, and `removeAt`, rules by their place in such a save and chains,
+// removed in one transaction by rule handle, only if the ruleset is still what was saved.
+import type { Commands } from './commands.js';
+import { IptablesError } from './errors.js';
+import type { Logger } from './logger.js';
+import type { NftLink, NftOp } from './nft.js';
+import type { Iptables, PlacedRemoval, RuleHandles } from './types.js';
+import { checkChain, checkTable } from './validate.js';
+import type { Family, Table } from './validate.js';
+
+/** Opens the netlink link to the ruleset of a family in a namespace (a path; default this one). */
+export type OpenNft = (family: Family, netns: string | undefined) => NftLink;
+
+export interface HandlesOptions {
+  readonly commands: Commands;
+  readonly family: Family;
+  readonly netns: string | undefined;
+  /** `false`: none (`saveAt` then reads no generation, `removeAt` refuses). */
+  readonly nft: OpenNft | false;
+  readonly logger: Logger;
+}
+
+/** A chain not read yet by this removal's save: its size there, and the texts of its places. */
+interface UnreadChain {
+  readonly table: Table;
+  readonly chain: string;
+  readonly size: number;
+  /** By place: what the kernel's rule there must hold (its comment, a CNI chain it jumps to). */
+  readonly texts: Map<number, string[]>;
+}
+
+const changed = (why: string) =>
+  new IptablesError(`nf_tables removal: ${why}; nothing was removed`, { code: 'changed' });
+
+/**
+ * The chains of `removal` not read before (`at.lists`), with the text each place's rule must
+ * hold: its comment and the name of a CNI chain it jumps to (a verdict such as ACCEPT is a
+ * number in the kernel's message).
+ */
+function unreadChains(at: RuleHandles, removal: PlacedRemoval): Map<string, UnreadChain> {
+  const unread = new Map<string, UnreadChain>();
+  for (const { rule, position, chainSize } of removal.rules) {
+    const key = `${rule.table} ${rule.chain}`;
+    if (at.lists.has(key)) continue;
+    let chain = unread.get(key);
+    if (chain === undefined) {
+      chain = { table: rule.table, chain: rule.chain, size: chainSize, texts: new Map() };
+      unread.set(key, chain);
+    }
+    const target = rule.target?.name;
+    chain.texts.set(
+      position,
+      [rule.comment, target?.startsWith('CNI-') === true ? target : undefined].filter(
+        (t): t is string => t !== undefined && t !== '',
+      ),
+    );
+  }
+  return unread;
+}
+
+/**
+ * Reads the handles of the unread chains into a copy of `at.lists`: the kernel's rule at each
+ * place must be the saved one (`changed` otherwise). A chain read before is as it was then but
+ * for what the removals since took, by handle.
+ */
+function readHandles(
+  link: NftLink,
+  at: RuleHandles,
+  unread: ReadonlyMap<string, UnreadChain>,
+): Map<string, readonly bigint[]> {
+  const lists = new Map(at.lists);
+  for (const [key, c] of unread) {
+    let stranger: number | undefined;
+    const list = link.rules(c.table, c.chain, (index, message) => {
+      const texts = c.texts.get(index);
+      if (texts !== undefined && texts.some((t) => !message.includes(t))) stranger ??= index;
+    });
+    if (list.length !== c.size)
+      throw changed(`${key} has ${list.length} rules, the save showed ${c.size}`);
+    if (stranger !== undefined)
+      throw changed(`rule ${stranger + 1} of ${key} is not the saved one`);
+    lists.set(key, list);
+  }
+  return lists;
+}
+
+/** The transaction: each rule by its handle, then each chain flushed, then deleted. */
+function removalOps(
+  removal: PlacedRemoval,
+  lists: ReadonlyMap<string, readonly bigint[]>,
+): NftOp[] {
+  const ops: NftOp[] = [];
+  for (const { rule, position } of removal.rules) {
+    const handle = lists.get(`${rule.table} ${rule.chain}`)?.[position];
+    if (handle === undefined)
+      throw changed(`place ${position + 1} is beyond ${rule.table} ${rule.chain}`);
+    ops.push({ kind: 'deleteRule', table: rule.table, chain: rule.chain, handle });
+  }
+  for (const c of removal.chains)
+    ops.push({ kind: 'flushChain', table: checkTable(c.table), chain: checkChain(c.chain) });
+  for (const c of removal.chains) ops.push({ kind: 'deleteChain', table: c.table, chain: c.chain });
+  return ops;
+}
+
+export function handleOps(
+  options: HandlesOptions,
+): Required<Pick<Iptables, 'saveAt' | 'removeAt'>> {
+  const { commands, family, netns, nft, logger } = options;
+
+  function removeAtNow(at: RuleHandles, removal: PlacedRemoval): RuleHandles | undefined {
+    if (nft === false)
+      throw new IptablesError('removeAt: this Iptables has no nf_tables link', {
+        code: 'invalid-argument',
+      });
+    const started = performance.now();
+    const { generation } = at;
+    const link = nft(family, netns);
+    try {
+      if (link.generation() !== generation)
+        throw changed(`the ruleset is no longer at generation ${generation}`);
+      const lists = readHandles(link, at, unreadChains(at, removal));
+      if (link.generation() !== generation)
+        throw changed(`the ruleset moved on from generation ${generation} while it was read`);
+      const ops = removalOps(removal, lists);
+      const after = ops.length === 0 ? generation : link.commit(generation, ops);
+      logger.debug('nf_tables removal', {
+        family,
+        rules: removal.rules.length,
+        chains: removal.chains.length,
+        ms: Math.round(performance.now() - started),
+        ...(netns === undefined ? {} : { netns }),
+      });
+      return after === undefined ? undefined : { generation: after, lists };
+    } finally {
+      link.close();
+    }
+  }
+
+  return {
+    async saveAt(call) {
+      let link: NftLink | undefined;
+      try {
+        link = nft === false ? undefined : nft(family, netns);
+      } catch (error) {
+        logger.debug('iptables: no nf_tables link; saving without a generation', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+      try {
+        const before = link?.generation();
+        const { tables, start } = await commands.save(call);
+        const after = link?.generation();
+        // The header names the backend: `# Generated by iptables-save v1.8.9 (nf_tables) on …`.
+        const nfTables = /^# Generated by \S+ v\S+ \(nf_tables\)/m.test(start);
+        return { tables, generation: nfTables && before === after ? before : undefined };
+      } finally {
+        link?.close();
+      }
+    },
+
+    removeAt(at, removal) {
+      // Synchronous underneath (nft.ts); a throw becomes the promise's rejection.
+      return new Promise((resolve) => {
+        resolve(removeAtNow(at, removal));
+      });
+    },
+  };
+}

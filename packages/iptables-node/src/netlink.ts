@@ -1,0 +1,168 @@
+// Socket I/O of the netlink link (nft.ts): a NETLINK_NETFILTER socket made in a network
+// namespace, sending one buffer of messages and reading the answers. Synchronous (koffi, in the
+// calling thread); a receive waits at most RECEIVE_TIMEOUT_S, so an answer that never comes
+// cannot hang the process.
+import { closeSync, openSync } from 'node:fs';
+import { bindLibc } from '@allocnet/libc';
+import { IptablesError } from './errors.js';
+import type { IptablesErrorCode } from './errors.js';
+
+const AF_NETLINK = 16;
+const SOCK_RAW = 3;
+const SOCK_CLOEXEC = 0o2000000;
+const NETLINK_NETFILTER = 12;
+const CLONE_NEWNET = 0x40000000;
+const SOL_SOCKET = 1;
+const SO_SNDBUFFORCE = 32;
+const SO_RCVBUFFORCE = 33;
+const SO_RCVTIMEO = 20;
+const RECEIVE_TIMEOUT_S = 10;
+
+export const NLM_F_REQUEST = 0x1;
+export const NLM_F_ACK = 0x4;
+export const NLM_F_DUMP = 0x300;
+export const NLMSG_ERROR = 2;
+export const NLMSG_DONE = 3;
+
+/** Linux errno values the answers carry, and what they mean here. */
+const ERRNO_CODES: ReadonlyMap<number, IptablesErrorCode> = new Map([
+  [1, 'permission'], // EPERM
+  [2, 'not-found'], // ENOENT
+  [16, 'in-use'], // EBUSY
+  [17, 'already-exists'], // EEXIST
+  [85, 'changed'], // ERESTART: the batch's generation is not the ruleset's
+]);
+
+const bound = bindLibc<{
+  readonly socket: (domain: number, type: number, protocol: number) => number;
+  readonly setns: (fd: number, nstype: number) => number;
+  readonly send: (fd: number, buf: Buffer, len: number, flags: number) => number;
+  readonly recv: (fd: number, buf: Buffer, len: number, flags: number) => number;
+  readonly setsockopt: (
+    fd: number,
+    level: number,
+    name: number,
+    value: Buffer,
+    len: number,
+  ) => number;
+  /** `close.async` runs close(2) on a worker thread. */
+  readonly close: ((fd: number) => number) & {
+    readonly async: (fd: number, done: (error: unknown, result: number) => void) => void;
+  };
+}>({
+  socket: 'int socket(int domain, int type, int protocol)',
+  setns: 'int setns(int fd, int nstype)',
+  send: 'long send(int fd, const void *buf, size_t len, int flags)',
+  recv: 'long recv(int fd, _Out_ void *buf, size_t len, int flags)',
+  setsockopt: 'int setsockopt(int fd, int level, int name, const void *value, int len)',
+  close: 'int close(int fd)',
+});
+type Libc = ReturnType<typeof bound>;
+
+/** The error for a failed call or a refusing answer; `code` by the errno unless given. */
+export function failed(what: string, errno: number, code?: IptablesErrorCode): IptablesError {
+  return new IptablesError(`nf_tables ${what} failed (errno ${errno})`, {
+    code: code ?? ERRNO_CODES.get(errno) ?? 'unknown',
+  });
+}
+
+/** The socket, made in `netns` (a path) when given: the calling thread enters it and comes back. */
+function openSocket(c: Libc, netns: string | undefined): number {
+  if (netns === undefined) {
+    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+    if (fd < 0) throw failed('socket', c.errno());
+    return fd;
+  }
+  const home = openSync('/proc/thread-self/ns/net', 'r');
+  try {
+    const target = openSync(netns, 'r');
+    try {
+      if (c.setns(target, CLONE_NEWNET) !== 0) throw failed(`setns ${netns}`, c.errno());
+    } finally {
+      closeSync(target);
+    }
+    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+    const errno = c.errno();
+    // Back home before anything else can run in this thread; a thread left in another
+    // namespace would make every later socket of the process there.
+    if (c.setns(home, CLONE_NEWNET) !== 0)
+      throw new Error(
+        `nf_tables: could not return to the process's network namespace (errno ${c.errno()})`,
+      );
+    if (fd < 0) throw failed('socket', errno);
+    return fd;
+  } finally {
+    closeSync(home);
+  }
+}
+
+/** A `NETLINK_NETFILTER` socket in one namespace. */
+export interface NetlinkSocket {
+  /** Sends `out` (one or more messages) in one send; `what` names it in an error. */
+  send(what: string, out: Buffer): void;
+  /**
+   * Reads answers until `visit` returns true: each message's type, sequence number and what
+   * follows its header (for NLMSG_ERROR, the negated errno first: 0 is an ack). The payload is
+   * valid only during the call.
+   */
+  answers(what: string, visit: (type: number, seq: number, payload: Buffer) => boolean): void;
+  /** Makes the send buffer hold at least `bytes` (the kernel takes a batch only whole). */
+  sendBuffer(bytes: number): void;
+  close(): void;
+}
+
+/** Opens the socket in `netns` (a path; default this one), its receive timeout and buffer set. */
+export function openNetlinkSocket(netns: string | undefined): NetlinkSocket {
+  const c = bound();
+  const fd = openSocket(c, netns);
+  const inbox = Buffer.alloc(1 << 17);
+  let closed = false;
+  const option = (name: number, value: Buffer) =>
+    c.setsockopt(fd, SOL_SOCKET, name, value, value.length) === 0;
+  try {
+    // The receive buffer holds a failed batch's error answers, one per change.
+    const timeout = Buffer.alloc(16);
+    timeout.writeBigInt64LE(BigInt(RECEIVE_TIMEOUT_S), 0);
+    const rcvbuf = Buffer.alloc(4);
+    rcvbuf.writeInt32LE(1 << 22);
+    if (!option(SO_RCVTIMEO, timeout) || !option(SO_RCVBUFFORCE, rcvbuf))
+      throw failed('setsockopt', c.errno());
+  } catch (error) {
+    c.close(fd);
+    throw error;
+  }
+
+  return {
+    send(what, out) {
+      if (c.send(fd, out, out.length, 0) < 0) throw failed(what, c.errno());
+    },
+
+    answers(what, visit) {
+      for (;;) {
+        const n = c.recv(fd, inbox, inbox.length, 0);
+        if (n < 0) throw failed(`${what} (receive)`, c.errno());
+        for (let at = 0; at + 16 <= n;) {
+          const len = inbox.readUInt32LE(at);
+          if (len < 16) break;
+          const type = inbox.readUInt16LE(at + 4);
+          const seq = inbox.readUInt32LE(at + 8);
+          if (visit(type, seq, inbox.subarray(at + 16, at + len))) return;
+          at += (len + 3) & ~3;
+        }
+      }
+    },
+
+    sendBuffer(bytes) {
+      const size = Buffer.alloc(4);
+      size.writeInt32LE(bytes);
+      if (!option(SO_SNDBUFFORCE, size)) throw failed('SO_SNDBUFFORCE', c.errno());
+    },
+
+    close() {
+      if (closed) return;
+      closed = true;
+      // The kernel takes a while to release the socket after a commit: not on this thread.
+      c.close.async(fd, () => undefined);
+    },
+  };
+}

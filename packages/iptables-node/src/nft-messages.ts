@@ -1,0 +1,197 @@
+// The nf_tables messages the netlink link (nft.ts) sends and reads: GETGEN, a GETRULE dump of one
+// chain, and a removal batch (DELRULE by handle or whole chain, DELCHAIN) whose BATCH_BEGIN
+// carries the generation the handles were read at. Pure: buffers in, buffers out.
+import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from './netlink.js';
+import type { Family, Table } from './validate.js';
+
+/** One change of a removal batch. */
+export type NftOp =
+  | {
+      readonly kind: 'deleteRule';
+      readonly table: Table;
+      readonly chain: string;
+      readonly handle: bigint;
+    }
+  | { readonly kind: 'flushChain'; readonly table: Table; readonly chain: string }
+  | { readonly kind: 'deleteChain'; readonly table: Table; readonly chain: string };
+
+const NFNL_MSG_BATCH_BEGIN = 0x10;
+const NFNL_MSG_BATCH_END = 0x11;
+const NFNL_SUBSYS_NFTABLES = 10;
+const NFT = NFNL_SUBSYS_NFTABLES << 8;
+const NFNL_BATCH_GENID = 1;
+const NFT_MSG_DELCHAIN = 5;
+const NFT_MSG_GETRULE = 7;
+const NFT_MSG_DELRULE = 8;
+const NFT_MSG_GETGEN = 16;
+const NFTA_GEN_ID = 1;
+const NFTA_RULE_TABLE = 1;
+const NFTA_RULE_CHAIN = 2;
+const NFTA_RULE_HANDLE = 3;
+const NFTA_CHAIN_TABLE = 1;
+const NFTA_CHAIN_NAME = 3;
+const NFPROTO: Readonly<Record<Family, number>> = { ipv4: 2, ipv6: 10 };
+
+/** Netlink messages, written into one growing buffer. */
+class Writer {
+  private buf = Buffer.alloc(1 << 16);
+  length = 0;
+  private seq = 0;
+
+  private room(n: number) {
+    if (this.length + n <= this.buf.length) return;
+    const bigger = Buffer.alloc(Math.max(this.buf.length * 2, this.length + n));
+    this.buf.copy(bigger, 0, 0, this.length);
+    this.buf = bigger;
+  }
+
+  /** Starts a message (nlmsghdr + nfgenmsg); resolves its start and sequence number. */
+  begin(
+    type: number,
+    flags: number,
+    family: number,
+    resId: number,
+  ): { start: number; seq: number } {
+    this.room(20);
+    const start = this.length;
+    const seq = ++this.seq;
+    this.buf.writeUInt16LE(type, start + 4);
+    this.buf.writeUInt16LE(flags, start + 6);
+    this.buf.writeUInt32LE(seq, start + 8);
+    this.buf.writeUInt32LE(0, start + 12);
+    this.buf.writeUInt8(family, start + 16);
+    this.buf.writeUInt8(0, start + 17);
+    this.buf.writeUInt16BE(resId, start + 18);
+    this.length += 20;
+    return { start, seq };
+  }
+
+  end(start: number) {
+    this.buf.writeUInt32LE(this.length - start, start);
+  }
+
+  private attr(type: number, size: number): number {
+    const padded = (4 + size + 3) & ~3;
+    this.room(padded);
+    const at = this.length;
+    this.buf.fill(0, at, at + padded);
+    this.buf.writeUInt16LE(4 + size, at);
+    this.buf.writeUInt16LE(type, at + 2);
+    this.length += padded;
+    return at + 4;
+  }
+
+  /** Encoded strings, NUL-terminated: a batch names the same few tables and chains again and again. */
+  private readonly encoded = new Map<string, Buffer>();
+
+  string(type: number, value: string) {
+    let bytes = this.encoded.get(value);
+    if (bytes === undefined) {
+      bytes = Buffer.from(`${value}\0`);
+      this.encoded.set(value, bytes);
+    }
+    // The offset first: `attr` may replace the buffer.
+    const at = this.attr(type, bytes.length);
+    bytes.copy(this.buf, at);
+  }
+
+  u32be(type: number, value: number) {
+    const at = this.attr(type, 4);
+    this.buf.writeUInt32BE(value, at);
+  }
+
+  u64be(type: number, value: bigint) {
+    const at = this.attr(type, 8);
+    this.buf.writeBigUInt64BE(value, at);
+  }
+
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
+}
+
+/** The attributes after a message's nfgenmsg: type -> payload (the first of each type). */
+function attributes(body: Buffer): Map<number, Buffer> {
+  const found = new Map<number, Buffer>();
+  for (let at = 4; at + 4 <= body.length;) {
+    const len = body.readUInt16LE(at);
+    if (len < 4) break;
+    const type = body.readUInt16LE(at + 2) & 0x3fff;
+    if (!found.has(type)) found.set(type, body.subarray(at + 4, at + len));
+    at += (len + 3) & ~3;
+  }
+  return found;
+}
+
+/** GETGEN: the ruleset generation, which every commit in the namespace moves on by one. */
+export function generationRequest(): Buffer {
+  const w = new Writer();
+  const { start } = w.begin(NFT | NFT_MSG_GETGEN, NLM_F_REQUEST, 0, 0);
+  w.end(start);
+  return w.bytes();
+}
+
+/** The generation a GETGEN answer carries. */
+export function generationOf(body: Buffer): number | undefined {
+  return attributes(body).get(NFTA_GEN_ID)?.readUInt32BE(0);
+}
+
+/** A GETRULE dump of one chain: its rules, in the order iptables-save prints them. */
+export function rulesRequest(family: Family, table: Table, chain: string): Buffer {
+  const w = new Writer();
+  const { start } = w.begin(NFT | NFT_MSG_GETRULE, NLM_F_REQUEST | NLM_F_DUMP, NFPROTO[family], 0);
+  w.string(NFTA_RULE_TABLE, table);
+  w.string(NFTA_RULE_CHAIN, chain);
+  w.end(start);
+  return w.bytes();
+}
+
+/** The handle of a rule of a GETRULE dump. */
+export function ruleHandleOf(body: Buffer): bigint | undefined {
+  // The handle attribute comes right after table and chain; no map of them all.
+  for (let at = 4; at + 4 <= body.length;) {
+    const len = body.readUInt16LE(at);
+    if (len < 4) break;
+    if ((body.readUInt16LE(at + 2) & 0x3fff) === NFTA_RULE_HANDLE && len >= 12)
+      return body.readBigUInt64BE(at + 4);
+    at += (len + 3) & ~3;
+  }
+  return undefined;
+}
+
+/**
+ * The removal batch: BATCH_BEGIN with `generation`, a message per op (the last asks for an ack),
+ * BATCH_END. `first` is BATCH_BEGIN's sequence number, `last` the last op's.
+ */
+export function removalBatch(
+  family: Family,
+  generation: number,
+  ops: readonly NftOp[],
+): { bytes: Buffer; first: number; last: number } {
+  const proto = NFPROTO[family];
+  const w = new Writer();
+  const batch = w.begin(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, 0, NFNL_SUBSYS_NFTABLES);
+  w.u32be(NFNL_BATCH_GENID, generation);
+  w.end(batch.start);
+  let last = batch.seq;
+  ops.forEach((op, i) => {
+    const flags = NLM_F_REQUEST | (i === ops.length - 1 ? NLM_F_ACK : 0);
+    if (op.kind === 'deleteChain') {
+      const m = w.begin(NFT | NFT_MSG_DELCHAIN, flags, proto, 0);
+      w.string(NFTA_CHAIN_TABLE, op.table);
+      w.string(NFTA_CHAIN_NAME, op.chain);
+      w.end(m.start);
+      last = m.seq;
+    } else {
+      const m = w.begin(NFT | NFT_MSG_DELRULE, flags, proto, 0);
+      w.string(NFTA_RULE_TABLE, op.table);
+      w.string(NFTA_RULE_CHAIN, op.chain);
+      if (op.kind === 'deleteRule') w.u64be(NFTA_RULE_HANDLE, op.handle);
+      w.end(m.start);
+      last = m.seq;
+    }
+  });
+  const end = w.begin(NFNL_MSG_BATCH_END, NLM_F_REQUEST, 0, NFNL_SUBSYS_NFTABLES);
+  w.end(end.start);
+  return { bytes: w.bytes(), first: batch.seq, last };
+}

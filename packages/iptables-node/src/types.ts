@@ -1,0 +1,111 @@
+// What an `Iptables` is, apart from how it is made: the facade (iptables.ts) and the modules it
+// composes (listing.ts, changes.ts, restore.ts, handles.ts) share these.
+import type { IptablesBatch } from './batch.js';
+import type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
+import type { Rule } from './rule.js';
+import type { Chain, SavedTable } from './save.js';
+import type { Family, Table } from './validate.js';
+
+/** A rule to remove by its place in a save (`SavedTable.places`). */
+export interface PlacedRule {
+  readonly rule: Rule;
+  /** 0-based, in its chain. */
+  readonly position: number;
+  /** How many rules its chain had in the save. */
+  readonly chainSize: number;
+}
+
+/**
+ * What a removal by handle knows of an nf_tables ruleset: its generation, and the handles of the
+ * chains read so far, in their order at the save the places come from (handles never change).
+ * `removeAt` takes one and gives the next, for the next removal out of the same save.
+ */
+export interface RuleHandles {
+  readonly generation: number;
+  readonly lists: ReadonlyMap<string, readonly bigint[]>;
+}
+
+/** What `removeAt` removes: rules by place, then chains (flushed, then deleted). */
+export interface PlacedRemoval {
+  readonly rules: readonly PlacedRule[];
+  readonly chains: readonly { readonly table: Table; readonly chain: string }[];
+}
+
+/** A typed iptables for one family and one network namespace. Every command gets `--wait`. */
+export interface Iptables {
+  readonly family: Family;
+  /** The netns path commands run in, or undefined for this process's namespace. */
+  readonly netns: string | undefined;
+  /** The rules of one chain (`-S <chain>`). */
+  listRules(table: Table, chain: string, options?: CallOptions): Promise<readonly Rule[]>;
+  /** Every chain of the table, built-in ones first (`-S`). */
+  listChains(table: Table, options?: CallOptions): Promise<readonly Chain[]>;
+  chainExists(table: Table, chain: string, options?: CallOptions): Promise<boolean>;
+  /** `-C`: false when there is no such rule (or no such chain). */
+  ruleExists(
+    table: Table,
+    chain: string,
+    spec: readonly string[],
+    options?: CallOptions,
+  ): Promise<boolean>;
+  append(
+    table: Table,
+    chain: string,
+    spec: readonly string[],
+    options?: CallOptions,
+  ): Promise<void>;
+  /** `-I`: at `position` (1-based), or first. */
+  insert(
+    table: Table,
+    chain: string,
+    spec: readonly string[],
+    options?: CallOptions & { readonly position?: number },
+  ): Promise<void>;
+  /** `-D`: the first rule matching `spec`; `not-found` when there is none. */
+  delete(
+    table: Table,
+    chain: string,
+    spec: readonly string[],
+    options?: CallOptions,
+  ): Promise<void>;
+  newChain(table: Table, chain: string, options?: CallOptions): Promise<void>;
+  /** `-F`: empties the chain, which must exist. */
+  clearChain(table: Table, chain: string, options?: CallOptions): Promise<void>;
+  /** `-X`: the chain must be empty and nothing may jump to it. */
+  deleteChain(table: Table, chain: string, options?: CallOptions): Promise<void>;
+  /**
+   * Flushes and deletes the chain in one transaction. Resolves true when it removed it, false when
+   * it was already gone.
+   */
+  clearAndDeleteChain(table: Table, chain: string, options?: CallOptions): Promise<boolean>;
+  /**
+   * iptables-save, parsed: every table, or one. With `lines`, only the lines it keeps are parsed
+   * (see `parseIptablesSave`): much cheaper when a large ruleset is searched for a few rules.
+   */
+  save(options?: SaveOptions): Promise<readonly SavedTable[]>;
+  /**
+   * Applies a batch with one `iptables-restore --noflush` process, all or nothing: each table is
+   * one kernel transaction, and when a later table fails, earlier tables that had committed are
+   * put back (see docs/iptables.md). With `perTable: true` only each table is all or nothing: a
+   * table that committed before a later one failed stays, and no snapshot is read first (two
+   * iptables-save runs fewer over two tables). For callers that scan again after a failure.
+   */
+  restore(batch: IptablesBatch, options?: RestoreOptions): Promise<void>;
+  /**
+   * `save`, and the nf_tables ruleset generation the save shows: undefined when the backend is
+   * not nf_tables, the netlink link cannot be had, or the ruleset changed while it was read.
+   */
+  saveAt?(
+    options?: SaveOptions,
+  ): Promise<{ readonly tables: readonly SavedTable[]; readonly generation: number | undefined }>;
+  /**
+   * Removes rules by their place in a save (`saveAt`), and flushes and deletes chains, in one
+   * nf_tables transaction by rule handle (nft.ts): all or nothing, and only if the ruleset is
+   * still at `at.generation` (`{ generation, lists: new Map() }` for the save's), else `changed`
+   * (nothing removed). Also `changed` when a chain read for the first time does not agree with
+   * the save (its size, a rule's comment or the CNI chain it jumps to). Resolves what the next
+   * removal out of the same save starts from, when this one was the only change since; else
+   * undefined.
+   */
+  removeAt?(at: RuleHandles, removal: PlacedRemoval): Promise<RuleHandles | undefined>;
+}
