@@ -24,9 +24,9 @@ interface Slot {
  * running one may have read the chain before they asked).
  *
  * A restore CHECKs hundreds of allocations at once, each of them looking at the same shared
- * chains (CNI-FORWARD, CNI-HOSTPORT-DNAT, FORWARD): with 1,000 allocations on the node each
- * iptables call costs about 20 ms (nf_tables fetches the chain's rules from the kernel), so
- * sharing them is most of the cost of a restore.
+ * chains (CNI-FORWARD, CNI-HOSTPORT-DNAT, FORWARD): on a node with many allocations each
+ * iptables call is costly (nf_tables fetches the chain's rules from the kernel), so sharing them
+ * saves most of the cost of a restore.
  */
 export function batchedChainReader(
   iptables: Readonly<Record<Family, Pick<IptablesState, 'listRules'>>>,

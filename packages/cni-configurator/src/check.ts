@@ -206,9 +206,9 @@ export function createCheck(ctx: ConfiguratorContext): Pick<AllocNetworking, 'ch
       const where = `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)}`;
       // portmap 1.1.1's CHECK is broken (it checks IPv6 DNAT for IPv4-only containers and the
       // IPv4 rules in ip6tables: containernetworking/plugins#819), and the firewall's asks
-      // iptables six times per allocation, each call reading the whole ruleset (30 ms each with
-      // 1,000 allocations): CHECK runs the chain without them, and their rules are checked here
-      // against one batched read of iptables (see checkPortMappings, checkFirewall).
+      // iptables six times per allocation, each call reading the whole ruleset, which grows with
+      // the allocations on the node: CHECK runs the chain without them, and their rules are
+      // checked here against one batched read of iptables (see checkPortMappings, checkFirewall).
       const { chain, checkedHere } = checkChainFor(network);
       let ran: boolean;
       try {

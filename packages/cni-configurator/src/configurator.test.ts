@@ -244,6 +244,28 @@ describe('setup', () => {
     expect(v6.calls.at(-1)?.argv).toEqual(['ip6tables-save']);
   });
 
+  it('stops retrying when the signal fires during the wait, still reporting the first error', async () => {
+    const controller = new AbortController();
+    await make({
+      sleep: (ms, signal) => {
+        sleeps.push(ms);
+        controller.abort();
+        return Promise.reject(signal?.reason as Error);
+      },
+    });
+    const first = raceError();
+    runtime.answerAdd(first, addResult('172.26.64.9/20'));
+    await expect(
+      configurator.setup(spec, '/run/netns/a1', { signal: controller.signal }),
+    ).rejects.toMatchObject({
+      attempts: 1,
+      cause: first,
+      message: `setting up "${ID}" in network "nomad" failed after 1 attempt: ${first.message}`,
+    });
+    expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'DEL']);
+    expect(sleeps).toEqual([1250]);
+  });
+
   it('does not retry what another attempt cannot fix', async () => {
     await make();
     const missing = new CniError('plugin "portmap" not found in /opt/cni/bin, /usr/lib/cni', {
@@ -282,11 +304,33 @@ describe('setup', () => {
     await expect(configurator.setup(spec, 'relative/path')).rejects.toThrow(
       'netns "relative/path" is not an absolute path',
     );
+    await expect(configurator.setup(spec, '/run/netns/../a1')).rejects.toMatchObject({
+      code: 'invalid-argument',
+      field: 'netns',
+      message:
+        'netns "/run/netns/../a1" is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters)',
+    });
     await expect(configurator.setup({ ...spec, network: 'nope' }, '/run/netns/a1')).rejects.toThrow(
       'network "nope" is not known (networks: "nomad")',
     );
     expect(runtime.calls).toEqual([]);
     expect(v4.calls).toEqual([]);
+  });
+
+  it('refuses an IPAM data dir that is not a clean absolute path, naming the option', async () => {
+    for (const [ipamDataDir, problem] of [
+      ['var/run/cni', 'is not an absolute path'],
+      [
+        '/var/run/../cni',
+        'is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters)',
+      ],
+    ] as const)
+      await expect(make({ defaultNetwork: { ipamDataDir } })).rejects.toMatchObject({
+        code: 'invalid-argument',
+        field: 'defaultNetwork.ipamDataDir',
+        message: `defaultNetwork.ipamDataDir ${JSON.stringify(ipamDataDir)} ${problem}`,
+      });
+    await make();
   });
 
   it('undoes a setup whose result gives no interface an address', async () => {
@@ -806,20 +850,5 @@ describe('findLeaks and reapLeaks', () => {
     await expect(configurator.reapLeaks([], { batchSize: 0 })).rejects.toThrow(
       'batchSize should be a whole number of at least 1, got 0',
     );
-  });
-});
-
-describe('ensureHostPrerequisites', () => {
-  it('re-creates NOMAD-ADMIN and its rule when they are gone', async () => {
-    await make();
-    await configurator.ensureHostPrerequisites();
-    expect(v4.calls.map((c) => c.argv)).toEqual([
-      ['iptables-save'],
-      ['iptables-restore', '--noflush', '--wait'],
-    ]);
-    expect(v4.calls[1]?.input).toBe(
-      '*filter\n-N NOMAD-ADMIN\n-A NOMAD-ADMIN -d 172.26.64.0/20 -o nomad -j ACCEPT\nCOMMIT\n',
-    );
-    expect(v6.calls).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 // The configurator's facade: one context (context.ts) shared by the operations, each written
-// where its concern lives — setup.ts (setup with retry, the first-setup gates, host
-// prerequisites), check.ts (CHECK), teardown.ts (DEL, the audit, forced cleanup), leaks.ts
+// where its concern lives — setup.ts (setup, the first-setup gates; add.ts the ADD with retry,
+// host.ts the host prerequisites), check.ts (CHECK), teardown.ts (DEL, the audit, forced cleanup), leaks.ts
 // (find and reap). Only teardown.ts and leaks.ts use the sweep (sweep.ts).
 import { createCheck } from './check.js';
 import { createContext } from './context.js';

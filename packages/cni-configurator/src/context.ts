@@ -10,6 +10,7 @@
 // the caches are filled synchronously by pure functions of a config's bytes (two operations that
 // miss at once compute the same value); the chain reader shares reads between concurrent callers
 // (chain-reader.ts).
+import { setTimeout as wait } from 'node:timers/promises';
 import { parseNetworkConfigText, silentLogger } from '@allocnet/cni';
 import type { Attachment, CniCache, CniRuntime, Logger, NetworkConfig } from '@allocnet/cni';
 import type { Family } from '@allocnet/iptables-node';
@@ -59,22 +60,9 @@ export interface ConfiguratorContext {
   managedFacts(snapshot: CatalogSnapshot, extra?: readonly NetworkConfig[]): NetworkFacts[];
 }
 
+/** Waits `ms`; an abort of `signal` ends the wait with an AbortError. */
 function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted === true) {
-      reject(signal.reason as Error);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+  return wait(ms, undefined, signal === undefined ? {} : { signal });
 }
 
 /**

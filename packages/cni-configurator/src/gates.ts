@@ -3,7 +3,7 @@
  * the bridge, and iptables chains every allocation uses (the firewall plugin's CNI-FORWARD and
  * admin chain, portmap's CNI-HOSTPORT-* chains and their jump rules). Plugins create those with
  * check-then-create, and under iptables-nft two of them racing fail with "CHAIN_USER_ADD failed
- * (File exists)" (exit status 4; measured: 5 in 120 trials of 8 concurrent first setups), or
+ * (File exists)" (exit status 4; 5 in 120 trials of 8 concurrent first setups, docs/cni.md), or
  * insert the same jump rule twice.
  *
  * A gate per piece of shared state (`bridge:<name>`, `firewall:<family>`, `portmap:<family>`):

@@ -1,7 +1,9 @@
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
 import type { CallOptions, Family, SavedTable, Table } from '@allocnet/iptables-node';
 import type { Logger } from '@allocnet/cni';
+import type { ConfiguratorContext } from './context.js';
 import type { NetworkFacts } from './facts.js';
+import type { DefaultNetworkSettings } from './networks.js';
 import type { IptablesState } from './types.js';
 
 /** A chain the plugins of a network share with every other allocation. */
@@ -102,4 +104,75 @@ export async function ensureHostState(
     }
   }
   return { chains: missingChains, rules: missingRules };
+}
+
+/** The default network's `-A <admin chain> -o <bridge> -d <subnet> -j ACCEPT`, per family. */
+export function adminRules(settings: DefaultNetworkSettings): AdminRule[] {
+  const rules: AdminRule[] = [
+    {
+      family: 'ipv4',
+      chain: settings.adminChain,
+      bridge: settings.bridge,
+      subnet: settings.subnet,
+    },
+  ];
+  if (settings.ipv6Subnet !== undefined)
+    rules.push({
+      family: 'ipv6',
+      chain: settings.adminChain,
+      bridge: settings.bridge,
+      subnet: settings.ipv6Subnet,
+    });
+  return rules;
+}
+
+/** Makes sure of a network's host prerequisites before its ADD. */
+export type PrepareHost = (
+  facts: NetworkFacts,
+  isDefault: boolean,
+  call: { signal?: AbortSignal },
+) => Promise<void>;
+
+/**
+ * The shared chains (and, for the default network, the admin rules) a setup needs, made sure of
+ * once per process: `prepared` holds what this process has made sure of, by
+ * `family:table:chain`. It is read and written without a lock (setup.ts says when two setups
+ * prepare at once; `ensureHostState` tolerates the lost race).
+ */
+export function createHostPreparer(
+  ctx: Pick<ConfiguratorContext, 'iptables' | 'logger' | 'settings'>,
+): PrepareHost {
+  const { iptables, logger, settings } = ctx;
+  const prepared = new Set<string>();
+  const chainKey = (c: SharedChain) => `${c.family}:${c.table}:${c.chain}`;
+  const ruleKey = (r: AdminRule) => `${r.family}:rule:${r.chain}:${r.bridge}:${r.subnet}`;
+
+  return async (facts, isDefault, call) => {
+    const chains = sharedChains(facts).filter((c) => !prepared.has(chainKey(c)));
+    const rules = isDefault ? adminRules(settings).filter((r) => !prepared.has(ruleKey(r))) : [];
+    if (isDefault)
+      for (const r of rules)
+        if (!chains.some((c) => c.family === r.family && c.chain === r.chain))
+          chains.push({ family: r.family, table: 'filter', chain: r.chain });
+    const families = [...new Set([...chains.map((c) => c.family), ...rules.map((r) => r.family)])];
+    await Promise.all(
+      families.map(async (family) => {
+        const made = await ensureHostState(
+          iptables[family],
+          chains.filter((c) => c.family === family),
+          rules.filter((r) => r.family === family),
+          logger,
+          call,
+        );
+        if (made.chains.length > 0 || made.rules.length > 0)
+          logger.debug('host prerequisites created', {
+            family,
+            chains: made.chains.map((c) => c.chain),
+            rules: made.rules.length,
+          });
+      }),
+    );
+    chains.forEach((c) => prepared.add(chainKey(c)));
+    rules.forEach((r) => prepared.add(ruleKey(r)));
+  };
 }

@@ -20,8 +20,9 @@ import { invalidField, messageOf } from './errors.js';
 import { linesNotAbout, tagOf } from './marks.js';
 import { EMPTY_PLAN, EMPTY_STATE, describePlan, groupPlan, joinPlans } from './plan.js';
 import type { Plan } from './plan.js';
-import { plan, scan, sweep, tagsIn } from './sweep.js';
-import type { Scan } from './sweep.js';
+import { plan, tagsIn } from './planner.js';
+import type { Scan } from './planner.js';
+import { scan, sweep } from './sweep.js';
 import type { HostState, Leak, LeakReport, LeakSweeper } from './types.js';
 
 /** Ids outside `known` that something in a managed network is tagged or filed under. */

@@ -1,5 +1,5 @@
-// What the plugins leave on the node for one allocation, and how to recognise it; measured on
-// Debian's plugins 1.1.1 (docs/cni.md, "What the plugins leave"):
+// What the plugins leave on the node for one allocation, and how to recognise it, as Debian's
+// plugins 1.1.1 leave it (docs/cni.md, "What the plugins leave"):
 // - bridge (ipMasq): `nat POSTROUTING -s <ip>/32 -m comment --comment "name: \"<net>\" id:
 //   \"<id>\"" -j CNI-<h>`, and chain `CNI-<h>` whose rules carry the same comment;
 // - portmap: `nat CNI-HOSTPORT-DNAT … --comment "dnat name: \"<net>\" id: \"<id>\"" … -j
@@ -215,9 +215,8 @@ function ruleKey(rule: Rule): string {
 
 /**
  * Whether a listing has a rule with this spec (as `specKey` compares them). The listing's keys
- * are computed on the first look and kept with it: a restore CHECKs a thousand allocations
- * against one listing of CNI-FORWARD, which a comparison per rule made quadratic (22 s of a 48 s
- * restore).
+ * are computed on the first look and kept with it: a restore CHECKs every allocation against
+ * one listing of CNI-FORWARD, which a comparison per rule made quadratic.
  */
 export function hasSpec(rules: readonly Rule[], spec: readonly string[]): boolean {
   let keys = specKeys.get(rules);

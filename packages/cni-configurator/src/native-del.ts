@@ -5,8 +5,8 @@
 //
 // Why: those plugins remove that state one iptables exec at a time, and nf_tables makes each exec
 // read the ruleset. portmap 1.1.1's DEL runs 18 of them (both families, whatever the allocation
-// had), the bridge's masquerade teardown 6; together about 150 ms of a 270 ms DEL on an empty
-// node, and far more on a full one. Here: two chain reads (shared with concurrent teardowns) and
+// had), the bridge's masquerade teardown 6: most of a DEL on an empty node, and more the fuller
+// the node (docs/cni.md). Here: two chain reads (shared with concurrent teardowns) and
 // one restore. What they remove is what the plugins' DEL removes, nothing else (docs/cni.md,
 // "What the plugins leave"): portmap's DEL deletes the `CNI-DN-<h>` chain and its jumps in
 // CNI-HOSTPORT-DNAT (its shared chains stay); the masquerade teardown deletes the POSTROUTING

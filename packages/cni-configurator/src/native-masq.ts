@@ -4,9 +4,8 @@
 // plugins' ADD runs with ipMasq false.
 //
 // Why: bridge 1.1.1 writes its masquerade with 9 iptables execs per address (`--version`, `-S`,
-// `-N`, then `-C` and `-A` for each rule), each reading the ruleset under nf_tables: its ADD took
-// 23 ms with ipMasq and 9 ms without (median of 15 on an empty node), on the setup's critical
-// path. What is written is what the plugin writes, rule for rule (`masqueradeOf` in marks.ts;
+// `-N`, then `-C` and `-A` for each rule), each reading the ruleset under nf_tables: most of its
+// ADD, on the setup's critical path (docs/cni.md). What is written is what the plugin writes, rule for rule (`masqueradeOf` in marks.ts;
 // the integration test compares it with the plugin's own): the chain is declared (made, or
 // emptied when it exists, so that its rules are written once, as the plugin's unique appends
 // do), then its rules and the POSTROUTING jump.

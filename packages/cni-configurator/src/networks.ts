@@ -1,10 +1,11 @@
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import ipaddr from 'ipaddr.js';
-import { invalidInputOf } from '@allocnet/base';
+import { invalidInputOf, show } from '@allocnet/base';
 import type { FieldPath } from '@allocnet/base';
 import { checkIfName, listNetworks, parseNetworkConfig } from '@allocnet/cni';
 import type { Logger, NetworkConfig } from '@allocnet/cni';
+import { absolutePathProblem } from '@allocnet/netns';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
 import type { DefaultNetworkOptions, NetworkCatalog } from './types.js';
 
@@ -95,11 +96,9 @@ export function defaultNetworkSettings(
   if (ipv6Subnet !== undefined && mtu !== undefined && mtu < 1280)
     throw invalidField(field('mtu'), `is ${mtu}; IPv6 needs at least 1280`);
   const ipamDataDir = options.ipamDataDir ?? DEFAULT_IPAM_DATA_DIR;
-  if (!ipamDataDir.startsWith('/') || ipamDataDir.includes('\0'))
-    throw invalidField(
-      field('ipamDataDir'),
-      `${JSON.stringify(ipamDataDir)} is not an absolute path`,
-    );
+  const ipamDataDirProblem = absolutePathProblem(ipamDataDir);
+  if (ipamDataDirProblem !== undefined)
+    throw invalidField(field('ipamDataDir'), `${show(ipamDataDir)} ${ipamDataDirProblem}`);
   if (options.hairpinMode !== undefined && typeof options.hairpinMode !== 'boolean')
     throw invalidField(field('hairpinMode'), 'should be true or false');
   return {

@@ -1,5 +1,5 @@
-// What a sweep removes, and what is done with it between the making (`plan` in sweep.ts) and the
-// applying (`apply` there): split by owner, joined, restricted to some owners, described as a
+// What a sweep removes, and what is done with it between the making (`plan`, planner.ts) and the
+// applying (`apply`, sweep.ts): split by owner, joined, restricted to some owners, described as a
 // report. Pure: no I/O.
 import { formatArgs } from '@allocnet/iptables-node';
 import type { Family, Rule, RuleHandles } from '@allocnet/iptables-node';

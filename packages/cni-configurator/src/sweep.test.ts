@@ -8,8 +8,9 @@ import { defaultNetworkConfig, defaultNetworkSettings } from './networks.js';
 import { allocChains, linesNotAbout } from './marks.js';
 import { EMPTY_PLAN, EMPTY_STATE, describePlan, planOwnedBy } from './plan.js';
 import type { CacheFile } from './plan.js';
-import { plan, sweep } from './sweep.js';
-import type { Scan, Selection } from './sweep.js';
+import { plan } from './planner.js';
+import type { Scan, Selection } from './planner.js';
+import { sweep } from './sweep.js';
 import type { FoundReservation } from './types.js';
 
 const A = '6b235529-8111-4bbe-520b-d639b1d2a94e';

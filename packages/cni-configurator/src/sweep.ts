@@ -3,11 +3,11 @@
 // steps, and one loop over them:
 // - `scan` reads iptables (both families at once), the reservation files asked for and the CNI
 //   cache; asked to (`atGeneration`: a leak reap), also the nf_tables generation of each save;
-// - `plan` (pure) decides, from one scan and a selection, what goes and whose it is;
+// - `plan` (pure, planner.ts) decides, from one scan and a selection, what goes and whose it is;
 // - `apply` removes a plan: per family one transaction, then the files. With a generation, by
-//   rule handle (`Iptables.removeAt`: ~10× cheaper than iptables-restore for thousands of rules,
-//   and refused by the kernel if anything changed since the save); without one, or when it was
-//   refused, one iptables-restore that deletes the rules by their spec;
+//   rule handle (`Iptables.removeAt`: far cheaper than iptables-restore for thousands of rules,
+//   docs/iptables.md, and refused by the kernel if anything changed since the save); without
+//   one, or when it was refused, one iptables-restore that deletes the rules by their spec;
 // - `sweep` applies, and when a family's restore failed because iptables changed under it, plans
 //   again from a fresh scan, up to 3 times.
 //
@@ -20,45 +20,14 @@
 import { join } from 'node:path';
 import type { CniCache, Logger } from '@allocnet/cni';
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
-import type { CallOptions, Family, Rule, SavedTable } from '@allocnet/iptables-node';
-import { familyOf } from './address.js';
+import type { CallOptions, Family, SavedTable } from '@allocnet/iptables-node';
 import { messageOf } from './errors.js';
-import { inSubnets } from './facts.js';
 import type { NetworkFacts } from './facts.js';
 import { listReservations, readReservation, removeReservation } from './ipam.js';
-import {
-  chainsOf,
-  dnatDestination,
-  firewallAddress,
-  firewallSpecs,
-  isAllocChain,
-  matchOption,
-  specKey,
-  tagOf,
-} from './marks.js';
-import type { Tag } from './marks.js';
 import { describePlan, isEmpty, joinPlans } from './plan.js';
 import type { CacheFile, Generations, Plan, PlannedChain, PlannedRule } from './plan.js';
+import type { Scan } from './planner.js';
 import type { FoundReservation, HostState, IptablesState } from './types.js';
-
-/** What one look at the host found. */
-export interface Scan {
-  readonly tables: ReadonlyMap<Family, readonly SavedTable[]>;
-  readonly reservations: readonly FoundReservation[];
-  readonly cache: readonly CacheFile[];
-  /** With `ScanOptions.atGeneration`: the families whose save came with its generation. */
-  readonly generations?: Generations;
-}
-
-/** The tag of every tagged rule of a scan, both families, every table. */
-export function* tagsIn(found: Scan): Generator<Tag> {
-  for (const tables of found.tables.values())
-    for (const table of tables)
-      for (const rule of table.rules) {
-        const tag = tagOf(rule);
-        if (tag !== undefined) yield tag;
-      }
-}
 
 export interface SweepDeps {
   readonly iptables: Readonly<Record<Family, IptablesState>>;
@@ -134,163 +103,6 @@ async function listCache(cache: CniCache): Promise<CacheFile[]> {
     ...results.map(file('result', 'results')),
     ...adding.map(file('adding', join('allocnet', 'adding'))),
   ];
-}
-
-export interface Selection {
-  /** The allocations whose state goes. */
-  readonly allocIds: ReadonlySet<string>;
-  /** When set, only state tagged with (or kept for) this network. */
-  readonly network?: string;
-  /** Networks to compute chain names for, beside the ones tags name. */
-  readonly networks: readonly string[];
-  /** Addresses the allocation had (its firewall rules carry no tag); needs one alloc id. */
-  readonly addresses: readonly string[];
-  /** Also remove state that belongs to no one, in these networks' subnets (leak reaping). */
-  readonly orphansOf?: readonly NetworkFacts[];
-  /** Allocation ids that are alive: their chains are never orphans. */
-  readonly known?: ReadonlySet<string>;
-}
-
-/** Which removals a selection means, given one scan. Pure: tests feed it scans. */
-export function plan(found: Scan, selection: Selection): Plan {
-  const selected = (id: string | undefined, network: string | undefined) =>
-    id !== undefined &&
-    selection.allocIds.has(id) &&
-    (selection.network === undefined || network === selection.network);
-  const wanted = (tag: Tag | undefined): tag is Tag =>
-    tag !== undefined && selected(tag.allocId, tag.network);
-  const rules: PlannedRule[] = [];
-  const chains: PlannedChain[] = [];
-  const reservations = found.reservations.filter((r) => selected(r.allocId, r.network));
-  const cache = found.cache.filter((c) => selected(c.allocId, c.network));
-  // Addresses held by a live reservation of someone else keep one copy of their firewall rules.
-  const heldByOthers = new Set(
-    found.reservations.filter((r) => !selection.allocIds.has(r.allocId)).map((r) => r.address),
-  );
-  const only = selection.allocIds.size === 1 ? [...selection.allocIds][0] : undefined;
-
-  // Chain names the selected allocations own, over every network they could have used.
-  const networks = new Set(
-    selection.network === undefined ? selection.networks : [selection.network],
-  );
-  for (const tag of tagsIn(found)) if (wanted(tag)) networks.add(tag.network);
-  const owned = chainsOf(selection.allocIds, networks);
-  const knownChains = chainsOf(selection.known ?? [], networks);
-
-  for (const [family, tables] of found.tables) {
-    const placed = new Map<Rule, NonNullable<PlannedRule['place']>>();
-    if (found.generations?.has(family) === true)
-      for (const table of tables) {
-        const places = table.places;
-        if (places !== undefined)
-          table.rules.forEach((rule, i) => {
-            const position = places.positions[i];
-            const chainSize = places.sizes.get(rule.chain);
-            if (position !== undefined && chainSize !== undefined)
-              placed.set(rule, { position, chainSize });
-          });
-      }
-    const push = (rule: Rule, owner: string | undefined) => {
-      const place = placed.get(rule);
-      rules.push(place === undefined ? { family, rule, owner } : { family, rule, owner, place });
-    };
-    // Address -> owner, for the firewall's untagged rules.
-    const addresses = new Map<string, string | undefined>();
-    const note = (address: string | undefined, owner: string | undefined) => {
-      if (address !== undefined && !addresses.has(address) && familyOf(address) === family)
-        addresses.set(address, owner);
-    };
-    for (const a of selection.addresses) note(a, only);
-    for (const r of reservations) note(r.address, r.allocId);
-    for (const table of tables) {
-      const existing = new Set(table.chains.map((c) => c.name));
-      const doomed = new Map<string, string | undefined>();
-      for (const [name, id] of owned) if (existing.has(name)) doomed.set(name, id);
-      for (const rule of table.rules) {
-        const tag = tagOf(rule);
-        if (!wanted(tag)) continue;
-        if (isAllocChain(rule.chain)) doomed.set(rule.chain, tag.allocId);
-        const target = rule.target?.name;
-        if (target !== undefined && isAllocChain(target) && existing.has(target))
-          doomed.set(target, tag.allocId);
-      }
-      if (selection.orphansOf !== undefined) {
-        const referenced = new Set<string>();
-        const othersTagged = new Set<string>();
-        for (const r of table.rules) {
-          if (r.target !== undefined && r.chain !== r.target.name) referenced.add(r.target.name);
-          const tag = tagOf(r);
-          if (tag !== undefined && !wanted(tag)) othersTagged.add(r.chain);
-        }
-        for (const chain of table.chains)
-          if (
-            isAllocChain(chain.name) &&
-            !doomed.has(chain.name) &&
-            !referenced.has(chain.name) &&
-            !knownChains.has(chain.name) &&
-            !othersTagged.has(chain.name)
-          )
-            doomed.set(chain.name, undefined);
-      }
-      for (const rule of table.rules) {
-        if (!doomed.has(rule.chain)) continue;
-        // Addresses the doomed masquerade and DNAT chains serve.
-        const to = dnatDestination(rule);
-        if (to !== undefined)
-          note(
-            to.startsWith('[') ? to.slice(1, to.indexOf(']')) : to.split(':')[0],
-            doomed.get(rule.chain),
-          );
-      }
-      for (const rule of table.rules) {
-        if (doomed.has(rule.chain)) continue;
-        const tag = tagOf(rule);
-        if (wanted(tag) && rule.chain === 'POSTROUTING')
-          note(matchOption(rule, '-s')?.split('/')[0], tag.allocId);
-        const target = rule.target?.name;
-        if (wanted(tag)) push(rule, tag.allocId);
-        else if (target !== undefined && doomed.has(target)) push(rule, doomed.get(target));
-      }
-      for (const [chain, owner] of doomed) chains.push({ family, table: table.name, chain, owner });
-    }
-    const filter = tables.find((t) => t.name === 'filter');
-    if (filter === undefined) continue;
-    const forward = filter.rules.filter((r) => r.chain === 'CNI-FORWARD');
-    // The firewall's rules by their spec, once: looking each address's specs up is then linear
-    // in the rules (a filter per address made 1,000 leaks' reap quadratic: 1.1 s of 1.8 s).
-    const bySpec = new Map<string, (typeof forward)[number][]>();
-    for (const rule of forward) {
-      const key = specKey(rule.spec);
-      const same = bySpec.get(key);
-      if (same === undefined) bySpec.set(key, [rule]);
-      else same.push(rule);
-    }
-    const orphanAddresses = new Set<string>();
-    if (selection.orphansOf !== undefined) {
-      const reserved = new Set(found.reservations.map((r) => r.address));
-      for (const rule of forward) {
-        const host = firewallAddress(rule);
-        if (
-          host !== undefined &&
-          !reserved.has(host) &&
-          !addresses.has(host) &&
-          selection.orphansOf.some((f) => inSubnets(f, host))
-        )
-          orphanAddresses.add(host);
-      }
-    }
-    for (const address of [...addresses.keys(), ...orphanAddresses]) {
-      const orphan = orphanAddresses.has(address);
-      const keep = heldByOthers.has(address) && !orphan ? 1 : 0;
-      for (const spec of firewallSpecs(address, family)) {
-        const copies = bySpec.get(specKey(spec)) ?? [];
-        for (const rule of copies.slice(keep))
-          push(rule, orphan ? undefined : addresses.get(address));
-      }
-    }
-  }
-  const planned = { rules, chains, reservations, cache };
-  return found.generations === undefined ? planned : { ...planned, generations: found.generations };
 }
 
 /**

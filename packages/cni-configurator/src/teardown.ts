@@ -9,43 +9,33 @@
 // setups, CHECKs and reaps; the runner never runs two operations on one allocation at once, so an
 // allocation's DEL and audit never meet its own ADD. The audit takes no lock: other allocations'
 // plugins change iptables under it, and `sweep` plans again when a restore fails because of that.
-// Its cheap questions read CNI-FORWARD through the shared chain reader, each read begun after the
-// asking DEL ended. The sweep before a DEL without an attachment needs no lock either: the
+// Its cheap questions (probes.ts) read CNI-FORWARD through the shared chain reader, each read
+// begun after the asking DEL ended. The sweep before a DEL without an attachment needs no lock either: the
 // addresses it removes rules for are reserved to the allocation until that DEL releases them.
 import type { CacheEntry, NetworkConfig } from '@allocnet/cni';
-import type { CallOptions, Family } from '@allocnet/iptables-node';
-import { familyOf } from './address.js';
+import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
-import { listReservations, readReservation } from './ipam.js';
-import { allocChains, firewallSpecs, hasSpec, linesAbout, linesFirewallAbout } from './marks.js';
+import { listReservations } from './ipam.js';
+import { linesAbout, linesFirewallAbout } from './marks.js';
 import { nativeDel } from './native-del.js';
 import { EMPTY_PLAN, EMPTY_STATE, counts, isEmpty, joinStates } from './plan.js';
+import { plan } from './planner.js';
+import type { Selection } from './planner.js';
+import { auditProbes, probeRunner } from './probes.js';
 import { checkAllocId } from './spec.js';
-import { plan, scan, sweep } from './sweep.js';
-import type { ScanOptions, Selection } from './sweep.js';
+import { scan, sweep } from './sweep.js';
+import type { ScanOptions } from './sweep.js';
 import type {
   AllocAttachment,
   AllocNetworking,
+  CleanupReport,
   HostState,
   LeakSweeper,
+  OperationOptions,
   TeardownReport,
 } from './types.js';
-
-/**
- * Plugins whose marks on the node are all known (docs/cni.md, "What the plugins leave"): tagged
- * masquerade and DNAT chains, untagged firewall accept rules, host-local files; or nothing at all.
- */
-const KNOWN_MARKS = new Set([
-  'loopback',
-  'bridge',
-  'ptp',
-  'firewall',
-  'portmap',
-  'tuning',
-  'bandwidth',
-]);
 
 /** Sweeps one selection: what was removed (with `dryRun`, what would be); throws what stayed. */
 async function sweepSelection(
@@ -158,106 +148,6 @@ async function sweepHeldAddresses(
   return removed;
 }
 
-/** One of the audit's cheap questions: true when something may be left. */
-interface Probe {
-  /** The plugin whose DEL removes what it asks about: it may be asked once that one exited. */
-  readonly after: string | undefined;
-  readonly ask: () => Promise<boolean>;
-}
-
-/**
- * After a DEL that succeeded, with every address known and only plugins whose marks are known
- * (docs/cni.md): whether anything of the allocation is left, asked with a few cheap questions
- * instead of reading all of iptables. A jump tagged with the allocation cannot outlive the
- * chain it jumps to (iptables refuses to delete a referenced chain), so the existence of
- * `CNI-<h>` and `CNI-DN-<h>` answers for every tagged rule; the firewall's untagged rules are
- * asked for by address; the reservations by file. On a node with 1,000 allocations that is
- * about 17 ms where iptables-save takes 138 ms (measured). Each question names the plugin whose
- * DEL it is about (`portmap` for `CNI-DN-<h>`, `firewall` for CNI-FORWARD, the bridge or ptp
- * plugin for `CNI-<h>` and the reservation), so that teardown asks it as soon as that plugin
- * exited, while the rest of the chain still runs; a question whose plugin never reported (portmap,
- * left out of the DEL by native-del.ts) waits for the whole DEL. A chain `nativeRemoved` says went
- * is not asked for. Undefined when a plugin's marks are unknown: then only a sweep answers.
- */
-function auditProbes(
-  ctx: ConfiguratorContext,
-  attachment: AllocAttachment,
-  call: CallOptions,
-  nativeRemoved: Promise<ReadonlySet<string>>,
-): Probe[] | undefined {
-  const network = ctx.snapshotNetwork(attachment);
-  if (!network.plugins.every((p) => KNOWN_MARKS.has(p.type))) return undefined;
-  const facts = ctx.factsOf(network);
-  const chains = allocChains(network.name, attachment.allocId);
-  // The masquerade chain and the reservation are the main plugin's (bridge or ptp, with its
-  // IPAM): asked once it exited, while the plugins before it in the chain (loopback) still run.
-  const main = network.plugins.find((p) => p.type === 'bridge' || p.type === 'ptp')?.type;
-  const probes: Probe[] = [];
-  const families = new Set(
-    attachment.addresses.map(familyOf).filter((f): f is Family => f !== undefined),
-  );
-  for (const family of families) {
-    const ipt = ctx.iptables[family];
-    // A chain removed beside the DEL is gone: nothing makes it again while this teardown runs.
-    const exists = async (chain: string) =>
-      !(await nativeRemoved).has(`${family}:${chain}`) && ipt.chainExists('nat', chain, call);
-    probes.push(
-      { after: main, ask: () => exists(chains.masq) },
-      { after: 'portmap', ask: () => exists(chains.dnat) },
-    );
-    if (facts.firewallAdminChain !== undefined) {
-      // One read of CNI-FORWARD, shared by concurrent teardowns, begun after this firewall DEL.
-      const specs = attachment.addresses
-        .filter((a) => familyOf(a) === family)
-        .flatMap((address) => firewallSpecs(address, family));
-      probes.push({
-        after: 'firewall',
-        ask: () =>
-          ctx
-            .readChain(family, 'filter', 'CNI-FORWARD', call)
-            .then((rules) => specs.some((spec) => hasSpec(rules ?? [], spec))),
-      });
-    }
-  }
-  if (facts.ipamDir !== undefined) {
-    const dir = facts.ipamDir;
-    for (const address of attachment.addresses)
-      probes.push({
-        after: main,
-        ask: () =>
-          readReservation(network.name, dir, address).then(
-            (r) => r?.allocId === attachment.allocId,
-          ),
-      });
-  }
-  return probes;
-}
-
-/**
- * Asks each probe once its plugin has exited (`pluginDone`) or at the end (`rest`); `answer`
- * is true when any says something may be left. A probe that fails counts as "may be left".
- */
-function probeRunner(probes: readonly Probe[] | undefined) {
-  const asked = new Map<Probe, Promise<boolean>>();
-  const ask = (p: Probe) => {
-    if (!asked.has(p))
-      asked.set(
-        p,
-        p.ask().catch(() => true),
-      );
-  };
-  return {
-    pluginDone: (type: string) => {
-      for (const p of probes ?? []) if (p.after === type) ask(p);
-    },
-    async answer(): Promise<boolean | undefined> {
-      if (probes === undefined) return undefined;
-      for (const p of probes) ask(p);
-      return (await Promise.all(asked.values())).some((found) => found);
-    },
-  };
-}
-
 /** The audit after a DEL: the cheap questions when they can answer, else a sweep. */
 async function audit(
   ctx: ConfiguratorContext,
@@ -284,7 +174,7 @@ async function audit(
       addressesIn: fast ? addresses.map((address) => ({ facts: ownFacts, address })) : [],
       withCache: !fast,
       // With every address known, only lines about this allocation need parsing: on a node
-      // with 1,000 allocations that is a few lines of 13,000.
+      // with many allocations, a few lines of the whole save.
       ...(fast ? { lines: linesAbout(allocId, names, addresses) } : {}),
       ...call,
     },
@@ -293,125 +183,173 @@ async function audit(
   );
 }
 
+/** What the DEL part of a teardown did, for the audit after it. */
+interface DelOutcome {
+  readonly delRan: boolean;
+  readonly delError: string | undefined;
+  /** What went before the DEL (without an attachment: the firewall's rules). */
+  readonly removedFirst: HostState;
+  /** The audit's questions, some asked while the DEL still ran (auditProbes). */
+  readonly probes: ReturnType<typeof probeRunner>;
+  /** The chains removed beside the DEL, as `family:chain` (native-del.ts). */
+  readonly nativeRemoved: Promise<ReadonlySet<string>>;
+}
+
+/**
+ * No attachment (a crash during a setup or between ADD and the record, or an unknown
+ * allocation): the firewall's rules for the addresses it still holds go first, then DEL from
+ * what the CNI runtime cached for it, if anything, so the container side goes too.
+ */
+async function delFromCache(
+  ctx: ConfiguratorContext,
+  allocId: string,
+  call: CallOptions,
+): Promise<DelOutcome> {
+  let removedFirst: HostState;
+  try {
+    removedFirst = await sweepHeldAddresses(ctx, allocId, call);
+  } catch (error) {
+    throw new ConfiguratorError(
+      `tearing down ${JSON.stringify(allocId)}: the firewall rules of its reserved addresses could not be removed: ${messageOf(error)}`,
+      { code: 'teardown-failed', allocId, cause: error },
+    );
+  }
+  let delRan = false;
+  let delError: string | undefined;
+  for (const entry of await cachedAttachments(ctx, allocId)) {
+    delRan = true;
+    try {
+      await ctx.runtime.undoPendingAdd(entry, call);
+    } catch (error) {
+      delError ??= messageOf(error);
+      ctx.logger.warn('DEL from the CNI cache failed; the audit removes what it left', {
+        allocId,
+        network: entry.networkName,
+        error: messageOf(error),
+      });
+    }
+  }
+  return {
+    delRan,
+    delError,
+    removedFirst,
+    probes: probeRunner(undefined),
+    nativeRemoved: Promise.resolve(new Set()),
+  };
+}
+
+/**
+ * DEL with what the ADD used, while the masquerade and DNAT chains go in one restore beside it
+ * (native-del.ts) and the audit's questions are asked as the plugins they are about exit.
+ */
+async function delAttachment(
+  ctx: ConfiguratorContext,
+  allocId: string,
+  attachment: AllocAttachment,
+  call: CallOptions,
+): Promise<DelOutcome> {
+  if (attachment.allocId !== allocId)
+    throw invalidField(
+      'attachment.allocId',
+      `is ${JSON.stringify(attachment.allocId)}, not ${JSON.stringify(allocId)}`,
+    );
+  const network = ctx.snapshotNetwork(attachment);
+  const native = nativeDel(ctx, network, attachment);
+  const nativeRemoved: Promise<ReadonlySet<string>> =
+    native?.remove(call) ?? Promise.resolve(new Set());
+  const probes = probeRunner(auditProbes(ctx, attachment, call, nativeRemoved));
+  let delError: string | undefined;
+  try {
+    await ctx.runtime.del(native?.network ?? network, cniAttachment(attachment), {
+      ...call,
+      onPluginDone: probes.pluginDone,
+    });
+  } catch (error) {
+    delError = messageOf(error);
+    ctx.logger.warn('DEL failed; the audit removes what it left', { allocId, error: delError });
+  }
+  return { delRan: true, delError, removedFirst: EMPTY_STATE, probes, nativeRemoved };
+}
+
+async function teardown(
+  ctx: ConfiguratorContext,
+  allocIdInput: string,
+  attachment: AllocAttachment | undefined,
+  opts: OperationOptions | undefined,
+): Promise<TeardownReport> {
+  const allocId = checkAllocId(allocIdInput);
+  const call = callOf(opts);
+  const { delRan, delError, removedFirst, probes, nativeRemoved } =
+    attachment === undefined
+      ? await delFromCache(ctx, allocId, call)
+      : await delAttachment(ctx, allocId, attachment, call);
+  // The audit reads what is left only once those chains' restore is done.
+  await nativeRemoved;
+  let removed: HostState;
+  try {
+    const probed = delError === undefined ? probes.answer() : Promise.resolve(undefined);
+    removed = joinStates(
+      removedFirst,
+      await audit(ctx, allocId, attachment, delError !== undefined, probed, call),
+    );
+  } catch (error) {
+    throw new ConfiguratorError(
+      `tearing down ${JSON.stringify(allocId)}: state tagged with it could not be removed: ${messageOf(error)}`,
+      { code: 'teardown-failed', allocId, cause: error },
+    );
+  }
+  if (!isEmpty(removed))
+    ctx.logger.warn('teardown audit removed state the DEL left', {
+      allocId,
+      delError,
+      ...counts(removed),
+    });
+  return { allocId, delRan, delError, removed };
+}
+
+/** The audit's sweep without a DEL, for operators. */
+async function forceCleanup(
+  ctx: ConfiguratorContext,
+  allocIdInput: string,
+  opts: Parameters<LeakSweeper['forceCleanup']>[1],
+): Promise<CleanupReport> {
+  const allocId = checkAllocId(allocIdInput);
+  const network = opts?.network === undefined || opts.network === '' ? undefined : opts.network;
+  const call = callOf(opts);
+  const snapshot = await ctx.catalog.current();
+  const managed = ctx.managedFacts(snapshot);
+  const dryRun = opts?.dryRun ?? false;
+  try {
+    const removed = await sweepSelection(
+      ctx,
+      {
+        fullIpam: network === undefined ? managed : managed.filter((f) => f.name === network),
+        withCache: true,
+        ...call,
+      },
+      {
+        allocIds: new Set([allocId]),
+        ...(network === undefined ? {} : { network }),
+        networks: managed.map((f) => f.name),
+        addresses: [],
+      },
+      { ...call, dryRun },
+    );
+    return { allocId, dryRun, removed };
+  } catch (error) {
+    throw new ConfiguratorError(`cleaning up ${JSON.stringify(allocId)}: ${messageOf(error)}`, {
+      code: 'cleanup-failed',
+      allocId,
+      cause: error,
+    });
+  }
+}
+
 export function createTeardown(
   ctx: ConfiguratorContext,
 ): Pick<AllocNetworking, 'teardown'> & Pick<LeakSweeper, 'forceCleanup'> {
-  const { runtime, logger } = ctx;
   return {
-    async teardown(allocIdInput, attachment, opts): Promise<TeardownReport> {
-      const allocId = checkAllocId(allocIdInput);
-      const call = callOf(opts);
-      let delError: string | undefined;
-      let delRan = attachment !== undefined;
-      // The audit's questions, some asked while the DEL still runs (auditProbes).
-      let probes = probeRunner(undefined);
-      // What went before the DEL (without an attachment: the firewall's rules).
-      let removedFirst = EMPTY_STATE;
-      // The chains removed beside the DEL, as `family:chain` (native-del.ts).
-      let nativeRemoved: Promise<ReadonlySet<string>> = Promise.resolve(new Set());
-      if (attachment === undefined) {
-        // No attachment (a crash during a setup or between ADD and the record, or an unknown
-        // allocation): the firewall's rules for the addresses it still holds go first, then DEL
-        // from what the CNI runtime cached for it, if anything, so the container side goes too.
-        try {
-          removedFirst = await sweepHeldAddresses(ctx, allocId, call);
-        } catch (error) {
-          throw new ConfiguratorError(
-            `tearing down ${JSON.stringify(allocId)}: the firewall rules of its reserved addresses could not be removed: ${messageOf(error)}`,
-            { code: 'teardown-failed', allocId, cause: error },
-          );
-        }
-        const cached = await cachedAttachments(ctx, allocId);
-        for (const entry of cached) {
-          delRan = true;
-          try {
-            await runtime.undoPendingAdd(entry, call);
-          } catch (error) {
-            delError ??= messageOf(error);
-            logger.warn('DEL from the CNI cache failed; the audit removes what it left', {
-              allocId,
-              network: entry.networkName,
-              error: messageOf(error),
-            });
-          }
-        }
-      } else {
-        if (attachment.allocId !== allocId)
-          throw invalidField(
-            'attachment.allocId',
-            `is ${JSON.stringify(attachment.allocId)}, not ${JSON.stringify(allocId)}`,
-          );
-        const network = ctx.snapshotNetwork(attachment);
-        // The masquerade and DNAT chains go in one restore beside the plugins' DEL (native-del.ts).
-        const native = nativeDel(ctx, network, attachment);
-        nativeRemoved = native?.remove(call) ?? nativeRemoved;
-        probes = probeRunner(auditProbes(ctx, attachment, call, nativeRemoved));
-        const { pluginDone } = probes;
-        try {
-          await runtime.del(native?.network ?? network, cniAttachment(attachment), {
-            ...call,
-            onPluginDone: pluginDone,
-          });
-        } catch (error) {
-          delError = messageOf(error);
-          logger.warn('DEL failed; the audit removes what it left', { allocId, error: delError });
-        }
-      }
-      // The audit reads what is left only once those chains' restore is done.
-      await nativeRemoved;
-      let removed: HostState;
-      try {
-        const probed = delError === undefined ? probes.answer() : Promise.resolve(undefined);
-        removed = joinStates(
-          removedFirst,
-          await audit(ctx, allocId, attachment, delError !== undefined, probed, call),
-        );
-      } catch (error) {
-        throw new ConfiguratorError(
-          `tearing down ${JSON.stringify(allocId)}: state tagged with it could not be removed: ${messageOf(error)}`,
-          { code: 'teardown-failed', allocId, cause: error },
-        );
-      }
-      if (!isEmpty(removed))
-        logger.warn('teardown audit removed state the DEL left', {
-          allocId,
-          delError,
-          ...counts(removed),
-        });
-      return { allocId, delRan, delError, removed };
-    },
-
-    async forceCleanup(allocIdInput, opts) {
-      const allocId = checkAllocId(allocIdInput);
-      const network = opts?.network === undefined || opts.network === '' ? undefined : opts.network;
-      const call = callOf(opts);
-      const snapshot = await ctx.catalog.current();
-      const managed = ctx.managedFacts(snapshot);
-      const dryRun = opts?.dryRun ?? false;
-      try {
-        const removed = await sweepSelection(
-          ctx,
-          {
-            fullIpam: network === undefined ? managed : managed.filter((f) => f.name === network),
-            withCache: true,
-            ...call,
-          },
-          {
-            allocIds: new Set([allocId]),
-            ...(network === undefined ? {} : { network }),
-            networks: managed.map((f) => f.name),
-            addresses: [],
-          },
-          { ...call, dryRun },
-        );
-        return { allocId, dryRun, removed };
-      } catch (error) {
-        throw new ConfiguratorError(`cleaning up ${JSON.stringify(allocId)}: ${messageOf(error)}`, {
-          code: 'cleanup-failed',
-          allocId,
-          cause: error,
-        });
-      }
-    },
+    teardown: (allocId, attachment, opts) => teardown(ctx, allocId, attachment, opts),
+    forceCleanup: (allocId, opts) => forceCleanup(ctx, allocId, opts),
   };
 }

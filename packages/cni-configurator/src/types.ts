@@ -333,8 +333,6 @@ export interface CniConfigurator extends AllocNetworking, LeakSweeper {
   catalog(): NetworkCatalog;
   /** Re-reads the conf dir now (between operations: each operation reads the catalog once). */
   reload(): Promise<NetworkCatalog>;
-  /** Makes sure NOMAD-ADMIN accepts traffic to the default bridge (reconcilers call it). */
-  ensureHostPrerequisites(options?: OperationOptions): Promise<void>;
   /** Stops watching the conf dir. */
   close(): Promise<void>;
 }

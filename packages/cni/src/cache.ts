@@ -84,11 +84,10 @@ const fsyncAsync = promisify(fsync);
 /**
  * Writes `text` to `dir/name` atomically and durably: a temporary file, synced, renamed into
  * place, then the directory synced. The cheap calls (open, write, rename, close) are synchronous:
- * the files are small and nine round trips through libuv's thread pool cost about 1 ms on the ADD
- * path (measured). The two syncs go through the thread pool: they wait on the disk, a few
- * milliseconds when plugins of concurrent setups keep it busy, and a synchronous sync would stall
- * every other operation of the process for that long (a CPU profile of 64 setups 8 at a time
- * found 700 ms of them on the event loop).
+ * the files are small, and a round trip through libuv's thread pool for each would cost the ADD
+ * path more than the calls themselves. The two syncs go through the thread pool: they wait on the
+ * disk, which plugins of concurrent setups keep busy, and a synchronous sync would stall every
+ * other operation of the process for that long.
  */
 async function writeDurably(dir: string, name: string, text: string): Promise<void> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -196,8 +195,8 @@ async function listDir(dir: string, kind: string): Promise<CacheEntry[]> {
 }
 
 /**
- * Synchronous like the cheap calls of `writeDurably`: an unlink of a small file takes tens of
- * microseconds, where a trip through the thread pool costs about 0.3 ms on the DEL path (measured).
+ * Synchronous like the cheap calls of `writeDurably`: unlinking a small file costs less than the
+ * trip through the thread pool would on the DEL path.
  */
 function remove(file: string): Promise<void> {
   try {

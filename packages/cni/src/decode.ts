@@ -1,4 +1,4 @@
-import * as t from 'io-ts';
+import type * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { formatPath, show } from '@allocnet/base';
 import type { FieldPath } from '@allocnet/base';

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as wait } from 'node:timers/promises';
+import { isCniError } from './errors.js';
 import { createNodePluginExec, execPlugin } from './exec.js';
 import type { StartedPlugin } from './exec.js';
 import { installFakePlugin, tempDir } from './testing/index.js';
@@ -99,10 +101,28 @@ describe('createNodePluginExec', () => {
     expect(result).toMatchObject({ kind: 'failed', reason: 'spawn' });
   });
 
-  it('refuses a netns that is not a name under /run/netns', () => {
+  it('refuses a netns path that is not under /run/netns as an invalid netns', () => {
     expect(() => createNodePluginExec({ netns: '/proc/1/ns/net' })).toThrow(
       'netns "/proc/1/ns/net" is not a name under /run/netns',
     );
+  });
+
+  // A bad name used to be a bare RangeError, which the CLI printed as a bug.
+  it('refuses a netns that is not a namespace name with an invalid-argument CniError', () => {
+    let thrown: unknown;
+    try {
+      createNodePluginExec({ netns: 'a b' });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(isCniError(thrown)).toBe(true);
+    expect(thrown).toMatchObject({
+      code: 'invalid-argument',
+      kind: 'invalid',
+      path: ['netns'],
+      message:
+        'netns "a b" is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"',
+    });
   });
 });
 
@@ -150,7 +170,7 @@ describe('a plugin that leaves a process holding its stdout', () => {
         state = 'gone';
       }
       if (state === 'gone' || state === 'Z') break;
-      await new Promise((r) => setTimeout(r, 20));
+      await wait(20);
     }
     expect(['gone', 'Z']).toContain(state);
   });

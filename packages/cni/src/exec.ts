@@ -1,5 +1,8 @@
+import { setTimeout as wait } from 'node:timers/promises';
+import { NETNS_RUN_DIR, resolveNetns } from '@allocnet/netns';
 import { startProcess } from '@allocnet/spawn';
 import type { RunResult, SpawnMethod } from '@allocnet/spawn';
+import { invalidArgument } from './errors.js';
 
 /** A plugin process to start. `env` is the whole environment: nothing is inherited. */
 export interface PluginStartRequest {
@@ -68,14 +71,19 @@ export interface NodePluginExecOptions {
   readonly spawnMethod?: SpawnMethod;
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const defaultSleep = (ms: number): Promise<void> => wait(ms);
 
+/**
+ * The name `ip netns exec` needs for `netns` (a name, or a path under /run/netns), by
+ * @allocnet/netns's rule; `invalid-argument` naming the field `netns` otherwise.
+ */
 function netnsName(netns: string): string {
-  const name = netns.startsWith('/run/netns/') ? netns.slice('/run/netns/'.length) : netns;
-  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name)) {
-    throw new RangeError(`netns ${JSON.stringify(netns)} is not a name under /run/netns`);
-  }
-  return name;
+  const resolved = resolveNetns(netns);
+  if ('problem' in resolved)
+    throw invalidArgument('netns', `${JSON.stringify(netns)} ${resolved.problem}`);
+  if (resolved.name === undefined)
+    throw invalidArgument('netns', `${JSON.stringify(netns)} is not a name under ${NETNS_RUN_DIR}`);
+  return resolved.name;
 }
 
 /** How long a plugin's output may stay open after it exited (docs/cni.md). */
@@ -85,9 +93,8 @@ export const PLUGIN_OUTPUT_GRACE_MS = 250;
  * The real `PluginExec`, on @allocnet/spawn's `startProcess` (posix_spawn, so starting a plugin
  * does not fork the agent): the plugin path is the whole argv, the environment is exactly the
  * request's, and the process — with its whole process group — is killed (SIGKILL) at the
- * timeout or when the signal aborts.
- * (execa, on node:child_process, costs about 1.2 ms more per process here even from a small
- * process, measured; a chain runs four or more.)
+ * timeout or when the signal aborts. (Not execa: node:child_process forks the agent for each
+ * plugin, and a chain runs four or more; docs/spawn.md.)
  *
  * "Text file busy" is retried here, not in @allocnet/spawn: it is libcni's answer to plugin
  * binaries being copied into place while the runtime runs them (an installer upgrading

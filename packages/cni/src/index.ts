@@ -28,7 +28,7 @@ export type {
 } from './exec.js';
 export { findPlugin } from './lookup.js';
 export { DEFAULT_CACHE_DIR, DEFAULT_CONF_DIR, DEFAULT_PLUGIN_DIRS } from './defaults.js';
-export { ResultError, encodeResult, ipFamily, parseResult } from './result.js';
+export { encodeResult, ipFamily, parseResult } from './result.js';
 export type { CniDns, CniInterface, CniIp, CniResult, CniRoute } from './result.js';
 export { createCniCache } from './cache.js';
 export type { CacheEntry, CniCache } from './cache.js';

@@ -125,70 +125,131 @@ export interface Invoker {
   ): Promise<void>;
 }
 
-export function createInvoker(options: InvokerOptions): Invoker {
-  const { pluginDirs, exec, timeoutMs, logger } = options;
+/** A plugin's whole environment for a verb: the caller's, minus inherited CNI_* variables. */
+function environmentOf(
+  callerEnv: InvokerOptions['env'],
+  pluginDirs: readonly string[],
+): Invoker['env'] {
   // The six CNI_* variables are always set on each call; an inherited one must not survive.
   const baseEnv = Object.fromEntries(
-    Object.entries(options.env).filter(
+    Object.entries(callerEnv).filter(
       (entry): entry is [string, string] => entry[1] !== undefined && !CNI_VARIABLES.has(entry[0]),
     ),
   );
   const cniPath = pluginDirs.join(':');
+  return (verb, a) => ({
+    ...baseEnv,
+    CNI_COMMAND: verb,
+    CNI_CONTAINERID: a.containerId,
+    CNI_NETNS: a.netns,
+    CNI_IFNAME: a.ifName,
+    CNI_ARGS: formatArgs(a.args),
+    CNI_PATH: cniPath,
+  });
+}
 
-  function env(verb: CniVerb, a: EnvTarget): Record<string, string> {
-    return {
-      ...baseEnv,
-      CNI_COMMAND: verb,
-      CNI_CONTAINERID: a.containerId,
-      CNI_NETNS: a.netns,
-      CNI_IFNAME: a.ifName,
-      CNI_ARGS: formatArgs(a.args),
-      CNI_PATH: cniPath,
-    };
-  }
-
-  function start(
+/** Starting one plugin process, and running a started one to its end. */
+interface PluginRunner {
+  start(
     step: Step,
     environment: Record<string, string>,
     call: CallOptions | undefined,
-  ): StartedPlugin {
-    return exec.start({
-      path: step.path,
-      env: environment,
-      timeoutMs,
-      ...(call?.signal === undefined ? {} : { signal: call.signal }),
-    });
-  }
-
+  ): StartedPlugin;
   /** Runs one started plugin; resolves its stdout on exit 0, throws `CniError` otherwise. */
-  async function finish(
+  finish(
     started: StartedPlugin,
     step: Step,
     verb: CniVerb,
     stdin: string,
     containerId: string | undefined,
-  ): Promise<string> {
-    const began = performance.now();
-    const result = await started.run(stdin);
-    logger.debug('cni plugin', {
-      plugin: step.plugin.type,
-      verb,
-      containerId,
-      ms: Math.round(performance.now() - began),
-      ...(result.kind === 'exited' ? { exitCode: result.exitCode } : { failed: result.reason }),
-    });
-    if (result.kind === 'exited' && result.exitCode === 0) {
-      if (result.stderr.trim() !== '')
-        logger.debug('cni plugin stderr', {
-          plugin: step.plugin.type,
-          verb,
-          stderr: result.stderr,
-        });
-      return result.stdout;
-    }
-    throw pluginFailure(step.plugin.type, verb, containerId, result);
-  }
+  ): Promise<string>;
+}
 
+function pluginRunner({ exec, timeoutMs, logger }: InvokerOptions): PluginRunner {
+  return {
+    start(step, environment, call) {
+      return exec.start({
+        path: step.path,
+        env: environment,
+        timeoutMs,
+        ...(call?.signal === undefined ? {} : { signal: call.signal }),
+      });
+    },
+    async finish(started, step, verb, stdin, containerId) {
+      const began = performance.now();
+      const result = await started.run(stdin);
+      logger.debug('cni plugin', {
+        plugin: step.plugin.type,
+        verb,
+        containerId,
+        ms: Math.round(performance.now() - began),
+        ...(result.kind === 'exited' ? { exitCode: result.exitCode } : { failed: result.reason }),
+      });
+      if (result.kind === 'exited' && result.exitCode === 0) {
+        if (result.stderr.trim() !== '')
+          logger.debug('cni plugin stderr', {
+            plugin: step.plugin.type,
+            verb,
+            stderr: result.stderr,
+          });
+        return result.stdout;
+      }
+      throw pluginFailure(step.plugin.type, verb, containerId, result);
+    },
+  };
+}
+
+/** `Invoker.runChain` over `runner`, with the types that run side by side. */
+async function runChain(
+  runner: PluginRunner,
+  concurrentTypes: ReadonlySet<string>,
+  ...[steps, verb, environment, containerId, call, stdinAt, onOutput, before]: Parameters<
+    Invoker['runChain']
+  >
+): Promise<void> {
+  if (steps.length === 0) return;
+  const started: (StartedPlugin | undefined)[] = [
+    runner.start(steps[0] as Step, environment, call),
+  ];
+  let done = 0;
+  try {
+    await (before ?? (() => Promise.resolve()))();
+    for (const group of concurrentGroups(steps, concurrentTypes)) {
+      const running = group.map((i) => {
+        const out = runner.finish(
+          started[i] as StartedPlugin,
+          steps[i] as Step,
+          verb,
+          stdinAt(i),
+          containerId,
+        );
+        started[i] = undefined;
+        if (i === 0)
+          for (let j = 1; j < steps.length; j++)
+            started[j] = runner.start(steps[j] as Step, environment, call);
+        return out;
+      });
+      // Every plugin of the group exits before the first failure is thrown: none is left
+      // running behind the caller's back.
+      const settled = await Promise.allSettled(running);
+      for (const [k, outcome] of settled.entries()) {
+        const i = group[k] as number;
+        if (outcome.status === 'rejected') throw outcome.reason;
+        onOutput?.(i, outcome.value);
+        done = i + 1;
+        call?.onPluginDone?.((steps[i] as Step).plugin.type);
+      }
+    }
+  } catch (error) {
+    for (const waiting of started.slice(done)) waiting?.cancel();
+    throw error;
+  }
+}
+
+/** The invoker: plugin lookup, the environment, and one runner for single plugins and chains. */
+export function createInvoker(options: InvokerOptions): Invoker {
+  const { pluginDirs, concurrentTypes } = options;
+  const runner = pluginRunner(options);
   return {
     resolve(network) {
       return network.plugins.map((plugin) => ({
@@ -196,56 +257,11 @@ export function createInvoker(options: InvokerOptions): Invoker {
         path: findPlugin(plugin.type, pluginDirs),
       }));
     },
-    env,
+    env: environmentOf(options.env, pluginDirs),
     run(step, verb, stdin, environment, containerId, call) {
-      return finish(start(step, environment, call), step, verb, stdin, containerId);
+      return runner.finish(runner.start(step, environment, call), step, verb, stdin, containerId);
     },
-    async runChain(
-      steps,
-      verb,
-      environment,
-      containerId,
-      call,
-      stdinAt,
-      onOutput = () => undefined,
-      before = () => Promise.resolve(),
-    ) {
-      if (steps.length === 0) return;
-      const started: (StartedPlugin | undefined)[] = [start(steps[0] as Step, environment, call)];
-      let done = 0;
-      try {
-        await before();
-        for (const group of concurrentGroups(steps, options.concurrentTypes)) {
-          const running = group.map((i) => {
-            const out = finish(
-              started[i] as StartedPlugin,
-              steps[i] as Step,
-              verb,
-              stdinAt(i),
-              containerId,
-            );
-            started[i] = undefined;
-            if (i === 0)
-              for (let j = 1; j < steps.length; j++)
-                started[j] = start(steps[j] as Step, environment, call);
-            return out;
-          });
-          // Every plugin of the group exits before the first failure is thrown: none is left
-          // running behind the caller's back.
-          const settled = await Promise.allSettled(running);
-          for (const [k, outcome] of settled.entries()) {
-            const i = group[k] as number;
-            if (outcome.status === 'rejected') throw outcome.reason;
-            onOutput(i, outcome.value);
-            done = i + 1;
-            call?.onPluginDone?.((steps[i] as Step).plugin.type);
-          }
-        }
-      } catch (error) {
-        for (const waiting of started.slice(done)) waiting?.cancel();
-        throw error;
-      }
-    },
+    runChain: (...args) => runChain(runner, concurrentTypes, ...args),
   };
 }
 

@@ -3,10 +3,10 @@
 // stdout is its result. Both become `CniError`s whose message starts with the plugin and verb.
 import * as t from 'io-ts';
 import { decode } from './decode.js';
-import { CniError, codeName } from './errors.js';
+import { CniError, codeName, isCniError } from './errors.js';
 import type { CniVerb } from './errors.js';
 import type { PluginExecResult } from './exec.js';
-import { ResultError, parseResult } from './result.js';
+import { parseResult } from './result.js';
 import type { CniResult } from './result.js';
 
 const ErrorJson = t.intersection([
@@ -101,7 +101,9 @@ export function parsedResult(
     return parseResult(stdout.trim() === '' ? {} : (JSON.parse(stdout) as unknown), cniVersion);
   } catch (error) {
     const why =
-      error instanceof ResultError || error instanceof SyntaxError ? error.message : String(error);
+      (isCniError(error) && error.code === 'invalid-result') || error instanceof SyntaxError
+        ? error.message
+        : String(error);
     // The reason quotes the plugin's output (JSON.parse's snippet, a field's value): one
     // printable line, as everything else a plugin prints.
     const msg = `result cannot be read: ${oneLine(why)}`;

@@ -1,9 +1,11 @@
 // Properties of the result decoder (a plugin's stdout, a cached result): for any JSON value it
-// returns a result or throws `ResultError` naming a field of the input, never anything else; every
-// result it returns encodes at every version this runtime writes and reads back the same.
+// returns a result or throws an `invalid-result` `CniError` naming a field of the input, never
+// anything else; every result it returns encodes at every version this runtime writes and reads
+// back the same.
 import fc from 'fast-check';
 import { formatPath } from '@allocnet/base';
-import { ResultError, encodeResult, parseResult } from './result.js';
+import { CniError, isCniError } from './errors.js';
+import { encodeResult, parseResult } from './result.js';
 import type { CniInterface, CniResult } from './result.js';
 import { mutateAt, propertyParameters, valueAt } from './testing/properties.js';
 import { RESULT_VERSIONS, atLeast } from './version.js';
@@ -113,19 +115,21 @@ function atVersion(result: CniResult, version: string): CniResult {
   };
 }
 
-/** Decodes `value`: the result, or the ResultError checked to name a field `value` has. */
+/** Decodes `value`: the result, or the `invalid-result` error checked to name a field `value` has. */
 function decodeOrExplain(value: unknown): CniResult | undefined {
   try {
     return parseResult(value, '1.0.0');
   } catch (error) {
-    if (!(error instanceof ResultError)) throw error;
+    if (!isCniError(error) || error.code !== 'invalid-result') throw error;
+    expect(error.kind).toBe('internal');
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       // The result itself is wrong: there is no field to name.
       expect(error.field).toBe('');
       expect(error.message).toMatch(/^is not a JSON object, got /);
       return undefined;
     }
-    const path = pathOf(error.field);
+    const path = pathOf(error.field ?? '');
+    expect(error.path).toEqual(path);
     expect(path.length).toBeGreaterThan(0);
     expect(formatPath(path)).toBe(error.field);
     expect(error.message.startsWith(`${error.field} `)).toBe(true);
@@ -140,7 +144,7 @@ function decodeOrExplain(value: unknown): CniResult | undefined {
 }
 
 describe('parseResult properties', () => {
-  it('reads any JSON value as a result or a ResultError naming a field of it', () => {
+  it('reads any JSON value as a result or an invalid-result error naming a field of it', () => {
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue(), mutatedResult), (value) => {
         decodeOrExplain(value);
@@ -188,9 +192,19 @@ describe('parseResult examples the properties found', () => {
   it.each([5, 'x', true, [], [{ ips: [] }]])(
     'refuses %j as a whole, with no field and a short message',
     (value) => {
-      expect(() => parseResult(value, '1.0.0')).toThrow(
-        new ResultError(`is not a JSON object, got ${JSON.stringify(value)}`, ''),
-      );
+      let thrown: unknown;
+      try {
+        parseResult(value, '1.0.0');
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(CniError);
+      expect(thrown).toMatchObject({
+        code: 'invalid-result',
+        kind: 'internal',
+        field: '',
+        message: `is not a JSON object, got ${JSON.stringify(value)}`,
+      });
     },
   );
 });

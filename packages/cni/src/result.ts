@@ -1,7 +1,9 @@
 import ipaddr from 'ipaddr.js';
 import * as t from 'io-ts';
-import { show } from '@allocnet/base';
+import { formatPath, show } from '@allocnet/base';
+import type { FieldPath } from '@allocnet/base';
 import { decode } from './decode.js';
+import { CniError } from './errors.js';
 import { atLeast, isVersion } from './version.js';
 
 export interface CniInterface {
@@ -92,14 +94,16 @@ const ResultShape = t.partial({
   dns: t.union([Dns, t.null]),
 });
 
-export class ResultError extends Error {
-  constructor(
-    message: string,
-    readonly field: string,
-  ) {
-    super(message);
-    this.name = 'ResultError';
-  }
+/**
+ * The `invalid-result` error for a result that cannot be read, naming the field (`[]` for the
+ * value itself). Its message is `<field> <problem>` unless `message` says otherwise.
+ */
+function invalidResult(
+  path: FieldPath,
+  problem: string,
+  message = path.length === 0 ? problem : `${formatPath(path)} ${problem}`,
+): CniError {
+  return new CniError(message, { code: 'invalid-result', msg: message, path, problem: [problem] });
 }
 
 function isCidr(text: string): boolean {
@@ -119,8 +123,8 @@ function strip<T>(value: { readonly [K in keyof T]: T[K] | undefined }): T {
 
 /**
  * Reads a result (a plugin's stdout, parsed, or a cached one). `fallbackVersion` labels a result
- * that has no `cniVersion`. Checks addresses, gateways and `ips[].interface` indices; throws
- * `ResultError` naming the field (`''` for a value that is not an object).
+ * that has no `cniVersion`. Checks addresses, gateways and `ips[].interface` indices; throws an
+ * `invalid-result` `CniError` naming the field (`field` is `''` for a value that is not an object).
  */
 export function parseResult(value: unknown, fallbackVersion: string): CniResult {
   if (
@@ -129,29 +133,20 @@ export function parseResult(value: unknown, fallbackVersion: string): CniResult 
     ('ip4' in value || 'ip6' in value) &&
     !('ips' in value)
   ) {
-    throw new ResultError(
-      'is a 0.1.0/0.2.0 result (ip4/ip6), which this runtime does not read',
-      'ip4',
-    );
+    const problem = 'is a 0.1.0/0.2.0 result (ip4/ip6), which this runtime does not read';
+    throw invalidResult(['ip4'], problem, problem);
   }
   // A value that is no object at all has no field to name: say so in a few words, rather than
   // with the whole shape io-ts would spell (`null` is read as an empty result).
   if (value !== null && value !== undefined && (typeof value !== 'object' || Array.isArray(value)))
-    throw new ResultError(`is not a JSON object, got ${show(value)}`, '');
+    throw invalidResult([], `is not a JSON object, got ${show(value)}`);
   const decoded = decode(ResultShape, value ?? {});
-  if (!decoded.ok)
-    throw new ResultError(
-      `${decoded.problem.field} ${decoded.problem.problem}`,
-      decoded.problem.field,
-    );
+  if (!decoded.ok) throw invalidResult(decoded.problem.path, decoded.problem.problem);
   const r = decoded.value;
   const cniVersion =
     r.cniVersion !== undefined && r.cniVersion !== '' ? r.cniVersion : fallbackVersion;
   if (!isVersion(cniVersion))
-    throw new ResultError(
-      `cniVersion ${JSON.stringify(cniVersion)} is not a version`,
-      'cniVersion',
-    );
+    throw invalidResult(['cniVersion'], `${JSON.stringify(cniVersion)} is not a version`);
   // Only the fields of the spec are kept (libcni's types do the same): an unknown field is not
   // passed on in prevResult or the cache, where one nested thousands deep would make
   // JSON.stringify throw.
@@ -166,41 +161,26 @@ export function parseResult(value: unknown, fallbackVersion: string): CniResult 
     }),
   );
   const ips = (r.ips ?? []).map((ip, i) => {
-    const field = `ips[${i}]`;
     if (!isCidr(ip.address))
-      throw new ResultError(
-        `${field}.address ${JSON.stringify(ip.address)} is not a CIDR`,
-        `${field}.address`,
-      );
-    if (ip.gateway !== undefined && !ipaddr.isValid(ip.gateway)) {
-      throw new ResultError(
-        `${field}.gateway ${JSON.stringify(ip.gateway)} is not an address`,
-        `${field}.gateway`,
-      );
-    }
+      throw invalidResult(['ips', i, 'address'], `${JSON.stringify(ip.address)} is not a CIDR`);
+    if (ip.gateway !== undefined && !ipaddr.isValid(ip.gateway))
+      throw invalidResult(['ips', i, 'gateway'], `${JSON.stringify(ip.gateway)} is not an address`);
     if (
       ip.interface !== undefined &&
       !(Number.isInteger(ip.interface) && ip.interface >= 0 && ip.interface < interfaces.length)
     ) {
-      throw new ResultError(
-        `${field}.interface ${ip.interface} is not an index into interfaces (${interfaces.length} of them)`,
-        `${field}.interface`,
+      throw invalidResult(
+        ['ips', i, 'interface'],
+        `${ip.interface} is not an index into interfaces (${interfaces.length} of them)`,
       );
     }
     return strip<CniIp>({ address: ip.address, gateway: ip.gateway, interface: ip.interface });
   });
   const routes = (r.routes ?? []).map((route, i) => {
     if (!isCidr(route.dst))
-      throw new ResultError(
-        `routes[${i}].dst ${JSON.stringify(route.dst)} is not a CIDR`,
-        `routes[${i}].dst`,
-      );
-    if (route.gw !== undefined && !ipaddr.isValid(route.gw)) {
-      throw new ResultError(
-        `routes[${i}].gw ${JSON.stringify(route.gw)} is not an address`,
-        `routes[${i}].gw`,
-      );
-    }
+      throw invalidResult(['routes', i, 'dst'], `${JSON.stringify(route.dst)} is not a CIDR`);
+    if (route.gw !== undefined && !ipaddr.isValid(route.gw))
+      throw invalidResult(['routes', i, 'gw'], `${JSON.stringify(route.gw)} is not an address`);
     return strip<CniRoute>({
       dst: route.dst,
       gw: route.gw,

@@ -1,0 +1,202 @@
+// ADD with Nomad's retry, for setup.ts: one attempt (`attemptAdd`: the ADD, and the masquerade
+// written beside it, native-masq.ts) and a plain loop around it (`addWithRetry`), with a DEL and
+// a wait between attempts; and the error a failed setup becomes (`setupFailure`).
+//
+// The runner never runs two operations on one allocation at once, so an allocation's ADDs and
+// the DELs between them never overlap.
+import { kindOf } from '@allocnet/base';
+import { isCniError } from '@allocnet/cni';
+import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
+import { resultAddresses } from './address.js';
+import type { ConfiguratorContext } from './context.js';
+import { ConfiguratorError, isConfiguratorError, messageOf } from './errors.js';
+import { nativeDel } from './native-del.js';
+import { nativeMasquerade } from './native-masq.js';
+import type { NativeMasquerade } from './native-masq.js';
+
+type Call = { signal?: AbortSignal };
+
+/** CNI error codes that another attempt cannot fix. */
+const FINAL_CNI_CODES = new Set([
+  'invalid-argument',
+  'invalid-config',
+  'network-not-found',
+  'plugin-not-found',
+  'no-common-version',
+  'incompatible-version',
+  'invalid-network-config',
+  'decode-failure',
+  'unsupported-field',
+  'spawn',
+  'aborted',
+]);
+
+/** A failed setup as the caller sees it: the first error, with what was being done and how often. */
+export function setupFailure(
+  error: unknown,
+  context: { allocId: string; network: string; attempts: number },
+): ConfiguratorError {
+  if (isConfiguratorError(error)) return error;
+  const where = `setting up ${JSON.stringify(context.allocId)} in network ${JSON.stringify(context.network)}`;
+  // The CNI runtime's and iptables' own kinds; an AbortSignal's reason is a DOMException.
+  const aborted =
+    kindOf(error) === 'aborted' || (error instanceof Error && error.name === 'AbortError');
+  const unavailable = kindOf(error) === 'unavailable';
+  const tries =
+    context.attempts === 0
+      ? 'before the first ADD (host prerequisites)'
+      : `after ${context.attempts} attempt${context.attempts === 1 ? '' : 's'}`;
+  return new ConfiguratorError(
+    aborted
+      ? `${where} was cancelled: ${messageOf(error)}`
+      : `${where} failed ${tries}: ${messageOf(error)}`,
+    {
+      code: aborted ? 'aborted' : unavailable ? 'unavailable' : 'setup-failed',
+      allocId: context.allocId,
+      network: context.network,
+      attempts: context.attempts,
+      cause: error,
+    },
+  );
+}
+
+/** How one attempt ended: the result, or the error and whether another attempt could fix it. */
+type Attempt =
+  | { readonly ok: true; readonly result: CniResult }
+  | { readonly ok: false; readonly error: unknown; readonly final: boolean };
+
+/**
+ * One ADD. With `masq`, the masquerade is written beside the chain once the main plugin answered;
+ * what was written goes with the attempt (the chain's undo does not un-masquerade). A failed
+ * masquerade undoes the whole ADD and is final: another attempt would write the same rules the
+ * same way. Throws only when removing a failed attempt's masquerade fails.
+ */
+async function attemptAdd(
+  ctx: ConfiguratorContext,
+  network: NetworkConfig,
+  masq: NativeMasquerade | undefined,
+  attachment: Attachment,
+  call: Call,
+): Promise<Attempt> {
+  const { runtime, logger } = ctx;
+  const allocId = attachment.containerId;
+  let told: CniResult | undefined;
+  let writing: Promise<void> | undefined;
+  const onPluginResult = (type: string, result: CniResult) => {
+    if (masq === undefined || type !== masq.mainType || writing !== undefined) return;
+    told = result;
+    writing = masq.write(result, call);
+    // Awaited below; a failure must not count as unhandled meanwhile.
+    writing.catch(() => undefined);
+  };
+  const unwrite = async () => {
+    if (writing === undefined || told === undefined) return;
+    // Its failure was (or is being) reported by the attempt; here only its end matters.
+    await writing.catch(() => undefined);
+    await nativeDel(ctx, network, { allocId, addresses: resultAddresses(told) })?.remove(call);
+  };
+
+  let result: CniResult;
+  try {
+    ({ result } = await runtime.add(masq?.network ?? network, attachment, {
+      ...call,
+      onPluginResult,
+    }));
+  } catch (error) {
+    await unwrite();
+    const final =
+      !isCniError(error) || FINAL_CNI_CODES.has(error.code) || call.signal?.aborted === true;
+    return { ok: false, error, final };
+  }
+  try {
+    await writing;
+  } catch (error) {
+    // The chain stands without its masquerade: undo it all.
+    logger.warn('writing the masquerade failed; undoing the ADD', {
+      allocId,
+      error: messageOf(error),
+    });
+    try {
+      await runtime.del(network, attachment, call);
+    } catch (delError) {
+      logger.warn('DEL after the masquerade failed failed too', {
+        allocId,
+        error: messageOf(delError),
+      });
+    }
+    await unwrite();
+    return { ok: false, error, final: true };
+  }
+  return { ok: true, result };
+}
+
+/** Between two attempts: a DEL, so that a half-done attempt leaves nothing, then the wait. */
+async function betweenAttempts(
+  ctx: ConfiguratorContext,
+  network: NetworkConfig,
+  attachment: Attachment,
+  call: Call,
+  attempt: number,
+  error: unknown,
+): Promise<void> {
+  const { runtime, logger } = ctx;
+  const { delayMs, jitterMs, random, sleep } = ctx.retry;
+  logger.warn('setup attempt failed; retrying', {
+    allocId: attachment.containerId,
+    network: network.name,
+    attempt,
+    error: messageOf(error),
+  });
+  try {
+    await runtime.del(network, attachment, call);
+  } catch (delError) {
+    logger.warn('DEL between setup attempts failed', {
+      allocId: attachment.containerId,
+      error: messageOf(delError),
+    });
+  }
+  await sleep(delayMs + Math.floor(random() * jitterMs), call.signal);
+}
+
+/**
+ * ADD with Nomad's retry: up to `retry.attemptsMax` attempts, 1 s + 0–999 ms apart (by default;
+ * `retry.random` draws the jitter, `retry.sleep` waits) with a DEL between them. Stops at an
+ * error another attempt cannot fix, at the last attempt, or when the signal fires (also after a
+ * successful ADD). Throws `setupFailure` of the first attempt's error (of the abort when no
+ * attempt failed), counting the attempts begun.
+ */
+export async function addWithRetry(
+  ctx: ConfiguratorContext,
+  network: NetworkConfig,
+  attachment: Attachment,
+  call: Call,
+): Promise<{ result: CniResult; attempts: number }> {
+  // Written beside the chain (native-masq.ts) once the main plugin answered.
+  const masq = nativeMasquerade(ctx, network, attachment.containerId);
+  let attempts = 0;
+  let first: unknown;
+  try {
+    for (;;) {
+      call.signal?.throwIfAborted();
+      attempts++;
+      const outcome = await attemptAdd(ctx, network, masq, attachment, call).catch(
+        // Removing a failed attempt's masquerade failed: a failed attempt like any other; the
+        // next attempt's DEL, or the sweep after the setup failed, comes after it.
+        (error: unknown): Attempt => ({ ok: false, error, final: false }),
+      );
+      if (outcome.ok) {
+        call.signal?.throwIfAborted();
+        return { result: outcome.result, attempts };
+      }
+      first ??= outcome.error;
+      if (outcome.final || attempts >= ctx.retry.attemptsMax) throw outcome.error;
+      await betweenAttempts(ctx, network, attachment, call, attempts, outcome.error);
+    }
+  } catch (error) {
+    throw setupFailure(first ?? error, {
+      allocId: attachment.containerId,
+      network: network.name,
+      attempts,
+    });
+  }
+}
