@@ -234,13 +234,10 @@ describe('the agent process', () => {
         { cniArgs: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) },
         'cni_args has 65 entries; at most 64',
       ],
-      [
-        { netnsPath: 'relative/ns' },
-        'netns_path "relative/ns" is not an absolute, normalized path',
-      ],
+      [{ netnsPath: 'relative/ns' }, 'netns_path "relative/ns" is not an absolute path'],
       [
         { netnsPath: '/run/netns/../etc' },
-        'netns_path "/run/netns/../etc" is not an absolute, normalized path',
+        'netns_path "/run/netns/../etc" is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters)',
       ],
       [
         { netnsPath: '/run/netns/does-not-exist' },

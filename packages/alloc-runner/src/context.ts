@@ -1,8 +1,9 @@
-// What the runner's parts share: the store, the namespace manager, the queue, the clock, the
-// counters, the configurator seam. `runner.ts` builds one context per runner and hands it to
-// `lifecycle.ts` (setup / check / teardown of one allocation), `restore.ts` (settling what a
-// restart left) and `reconciler.ts` (host state against the records). None of them keeps state
-// of its own outside this object: what they share is visible here.
+// What the runner's parts share: the store, the namespace manager, the queue and its reap guard,
+// the clock, the counters, the configurator seam. `runner.ts` builds one context per runner and
+// hands it to `lifecycle.ts` (setup / check of one allocation), `teardown.ts` (its teardown and
+// forced cleanup), `restore.ts` (settling what a restart left), `reconciler.ts` (host state
+// against the records) and `control.ts` (start and close). None of them keeps state of its own
+// outside this object but timers (the reconciler's, the store retry's) and control.ts's flags.
 import { basename } from 'node:path';
 import { logInfo as baseLogInfo } from '@allocnet/base';
 import type { Logger } from '@allocnet/base';
@@ -17,6 +18,8 @@ import { RunnerError } from './errors.js';
 import type { NetnsManager } from './netns.js';
 import { createAllocQueue } from './queue.js';
 import type { AllocQueue, QueueLane } from './queue.js';
+import { createReapGuard } from './reap-guard.js';
+import type { ReapGuard } from './reap-guard.js';
 import { SCHEMA_VERSION } from './record.js';
 import type { AllocRecord } from './record.js';
 import type { RunnerStore } from './store.js';
@@ -85,16 +88,6 @@ export function zeroCounters(): RunnerCounters {
   };
 }
 
-/**
- * The reconciler's hold: while it scans and reaps, operations on allocations it did not count as
- * known wait (an allocation it knows may go on: it leaves that one's state alone). The queue's
- * `beforeStart` reads it; only the reconciler sets it.
- */
-export interface Hold {
-  readonly known: ReadonlySet<string>;
-  readonly done: Promise<void>;
-}
-
 export interface RunnerContext {
   /** The configurator's allocation-level operations and its leak sweeper: the runner's seams. */
   readonly networking: AllocNetworking;
@@ -111,8 +104,8 @@ export interface RunnerContext {
   readonly operationTimeoutMs: number;
   /** Crash points for the crash tests (`ALLOCNET_CRASH_AT`); a no-op otherwise. */
   readonly crash: (point: CrashPoint) => void;
-  /** Set by the reconciler while it scans and reaps; the queue waits on it. */
-  readonly hold: { current: Hold | undefined };
+  /** Keeps reaps away from operations they did not count (reap-guard.ts); the queue admits by it. */
+  readonly guard: ReapGuard;
   /**
    * Allocations whose network is undone (a rolled-back setup, a finished teardown) but whose
    * record could not be removed: the data dir was full. Their record stays `setting-up` or
@@ -143,13 +136,14 @@ export interface ContextParts {
 }
 
 export function createRunnerContext(parts: ContextParts): RunnerContext {
-  const hold: { current: Hold | undefined } = { current: undefined };
+  // A reap spares every record and every allocation with an operation queued or running.
+  const guard = createReapGuard(() => [
+    ...parts.store.list().map((r) => r.allocId),
+    ...queue.activeIds(),
+  ]);
   const queue = createAllocQueue({
     maxConcurrent: parts.maxConcurrent,
-    async beforeStart(allocId) {
-      while (hold.current !== undefined && !hold.current.known.has(allocId))
-        await hold.current.done;
-    },
+    beforeStart: (allocId) => guard.admit(allocId),
   });
   return {
     networking: parts.networking,
@@ -165,7 +159,7 @@ export function createRunnerContext(parts: ContextParts): RunnerContext {
     crash: (point) => {
       parts.crashPoints.reached(point);
     },
-    hold,
+    guard,
     unremoved: new Set(),
     restoring: new Set(),
   };

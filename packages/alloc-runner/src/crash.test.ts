@@ -21,8 +21,15 @@ describe('crashPointsFromEnv', () => {
     ]);
   });
 
-  it('passes other points by (the kill itself is tested on a real process in integration)', () => {
-    const points = crashPointsFromEnv({ ALLOCNET_CRASH_AT: 'teardown:after-netns' });
+  it('kills the process with SIGKILL at the named point, and passes every other point by', () => {
+    const kills: [number, NodeJS.Signals][] = [];
+    const points = crashPointsFromEnv({ ALLOCNET_CRASH_AT: 'teardown:after-netns' }, (pid, sig) =>
+      kills.push([pid, sig]),
+    );
     for (const p of CRASH_POINTS.filter((x) => x !== 'teardown:after-netns')) points.reached(p);
+    expect(kills).toEqual([]);
+    points.reached('teardown:after-netns');
+    // The real kill of a real process is tested in integration (runner-crash.test.ts).
+    expect(kills).toEqual([[process.pid, 'SIGKILL']]);
   });
 });

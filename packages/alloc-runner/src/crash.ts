@@ -35,9 +35,14 @@ export const noCrashPoints: CrashPoints = {
  * Reads `ALLOCNET_CRASH_AT` once: when it names a crash point, the process kills itself with
  * SIGKILL on reaching it (no handler, no `finally`, no flush runs, as in a real crash). Unset (the
  * normal case), nothing happens. Only tests set it. An unknown name is an error, so that a typo
- * does not make a crash test pass without crashing.
+ * does not make a crash test pass without crashing. `kill` is the seam unit tests use.
  */
-export function crashPointsFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoints {
+export function crashPointsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  kill: (pid: number, signal: NodeJS.Signals) => void = (pid, signal) => {
+    process.kill(pid, signal);
+  },
+): CrashPoints {
   const at = env[CRASH_ENV];
   if (at === undefined || at === '') return noCrashPoints;
   if (!(CRASH_POINTS as readonly string[]).includes(at)) {
@@ -48,7 +53,7 @@ export function crashPointsFromEnv(env: NodeJS.ProcessEnv = process.env): CrashP
   }
   return {
     reached(point) {
-      if (point === at) process.kill(process.pid, 'SIGKILL');
+      if (point === at) kill(process.pid, 'SIGKILL');
     },
   };
 }

@@ -4,12 +4,15 @@ export type {
   AllocRunnerOptions,
   BackgroundStart,
   OperationOptions,
+  ReconcileOptions,
+  RunnerConfigurator,
   RunnerStats,
   StartReport,
 } from './runner.js';
 export { systemClock } from './context.js';
 export type { Clock } from './context.js';
-export type { CheckReport, RunnerTeardownReport } from './lifecycle.js';
+export type { CheckReport } from './lifecycle.js';
+export type { ForceCleanupOptions, RunnerCleanupReport, RunnerTeardownReport } from './teardown.js';
 export type { RestoreOutcome, RestoreReport, RestoreResult } from './restore.js';
 export type {
   NamespaceReapFailure,

@@ -1,13 +1,9 @@
-// One allocation's lifecycle: setup (intent record, namespace, the configurator's setup, ready
-// record; a failure rolls everything back), CHECK, teardown (intent, the configurator's teardown,
-// the namespace the runner made, the record). Every function here runs inside the allocation's
-// turn of the queue (runner.ts puts it there), after restore.ts settled what a crash left: one
-// operation per allocation at a time, so nothing here locks.
-import type {
-  AllocAttachment,
-  AllocNetworkStatus,
-  TeardownReport,
-} from '@allocnet/cni-configurator';
+// One allocation's lifecycle, its making and its CHECK: setup (intent record, namespace, the
+// configurator's setup, ready record; a failure rolls everything back), CHECK, and the recreate
+// that restore asks for. Its end is in teardown.ts. Every function here runs inside the
+// allocation's turn of the queue (runner.ts puts it there), after restore.ts settled what a crash
+// left: one operation per allocation at a time, so nothing here locks.
+import type { AllocAttachment, AllocNetworkStatus } from '@allocnet/cni-configurator';
 import { callOf, logInfo, madeName, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';
 import {
@@ -22,17 +18,6 @@ import { checkNetnsName } from './netns.js';
 import type { AllocRecord } from './record.js';
 import { configuratorSpec, specDifferences } from './spec.js';
 import type { RunnerSpec } from './spec.js';
-
-/** What `teardown` did. */
-export interface RunnerTeardownReport {
-  readonly allocId: string;
-  /** Whether the allocation had a record (false: only the sweep and the namespace by name ran). */
-  readonly known: boolean;
-  /** The configurator's report: the DEL's outcome and what the audit removed. */
-  readonly report: TeardownReport;
-  /** Whether the runner removed a namespace it had made. */
-  readonly netnsRemoved: boolean;
-}
 
 export interface CheckReport {
   readonly allocId: string;
@@ -296,108 +281,6 @@ export async function check(
       allocId,
       cause: error,
     });
-  }
-}
-
-/** The runner's error for a teardown whose configurator part failed. */
-function teardownFailure(
-  error: unknown,
-  allocId: string,
-  signal: AbortSignal | undefined,
-): RunnerError {
-  return new RunnerError(`teardown of allocation "${allocId}" failed: ${messageOf(error)}`, {
-    code: abortCode(signal) ?? 'teardown-failed',
-    allocId,
-    cause: error,
-  });
-}
-
-/**
- * Finishes a teardown whose intent is recorded: the configurator's teardown with the stored
- * attachment, the namespace if the runner made it, then the record. A failure leaves the
- * record `tearing-down` (the next teardown or restore finishes it) and throws `teardown-failed`.
- */
-export async function finishTeardown(
-  ctx: RunnerContext,
-  rec: AllocRecord,
-  signal: AbortSignal | undefined,
-): Promise<RunnerTeardownReport> {
-  const allocId = rec.allocId;
-  let report: TeardownReport;
-  let netnsRemoved = false;
-  try {
-    report = await ctx.networking.teardown(allocId, rec.attachment, callOf(signal));
-    ctx.crash('teardown:after-del');
-    if (rec.netnsCreated) netnsRemoved = await ctx.netns.remove(madeName(rec), callOf(signal));
-    ctx.crash('teardown:after-netns');
-  } catch (error) {
-    throw teardownFailure(error, allocId, signal);
-  }
-  try {
-    await ctx.store.remove(allocId);
-  } catch (error) {
-    if (kindOf(error) !== 'exhausted') throw error;
-    // The network is gone; the record stays `tearing-down` until a removal succeeds.
-    ctx.unremoved.add(allocId);
-    throw new RunnerError(
-      `teardown of allocation "${allocId}" removed its network, but not its record: ${messageOf(error)}; the record goes once the data dir has space`,
-      { code: 'teardown-failed', allocId, cause: error },
-    );
-  }
-  ctx.unremoved.delete(allocId);
-  return { allocId, known: true, report, netnsRemoved };
-}
-
-async function teardownOnce(
-  ctx: RunnerContext,
-  allocId: string,
-  signal: AbortSignal | undefined,
-): Promise<RunnerTeardownReport> {
-  const rec = ctx.store.get(allocId);
-  if (rec === undefined) {
-    let report: TeardownReport;
-    try {
-      report = await ctx.networking.teardown(allocId, undefined, callOf(signal));
-    } catch (error) {
-      throw teardownFailure(error, allocId, signal);
-    }
-    // A namespace with the runner's name for this allocation is the runner's by construction.
-    const netnsRemoved = await ctx.netns.remove(
-      checkNetnsName(`${ctx.prefix}${allocId}`),
-      callOf(signal),
-    );
-    return { allocId, known: false, report, netnsRemoved };
-  }
-  if (rec.phase !== 'tearing-down') {
-    await ctx.store.put(
-      makeRecord(
-        ctx,
-        { ...rec, phase: 'tearing-down' },
-        { attachment: rec.attachment, status: rec.status },
-      ),
-    );
-  }
-  ctx.crash('teardown:after-intent');
-  return finishTeardown(ctx, rec, signal);
-}
-
-/**
- * A teardown in the allocation's turn. An unknown allocation is not an error: the
- * configurator's sweep runs for its id, and a namespace `<prefix><id>` is removed.
- */
-export async function teardown(
-  ctx: RunnerContext,
-  allocId: string,
-  signal: AbortSignal | undefined,
-): Promise<RunnerTeardownReport> {
-  try {
-    const report = await teardownOnce(ctx, allocId, signal);
-    ctx.counters.teardowns++;
-    logInfo(ctx, 'allocation torn down', { allocId, known: report.known });
-    return report;
-  } catch (error) {
-    ctx.counters.teardownFailures++;
-    throw error;
   }
 }
 

@@ -1,14 +1,14 @@
 // The runner's adapter over @allocnet/netns: the same messages, as RunnerErrors with the runner's
 // codes (the manager's own argv and messages are tested in @allocnet/netns).
-import type { CommandRequest, CommandExec } from '@allocnet/netns';
+import type { CommandExec, CommandSpec } from '@allocnet/netns';
 import { isRunnerError } from './errors.js';
 import { NETNS_RUN_DIR, checkNetnsName, createIpNetnsManager } from './netns.js';
 
-type RunResult = Awaited<ReturnType<CommandExec>>;
+type RunResult = Awaited<ReturnType<CommandExec['run']>>;
 
 function answering(...answers: RunResult[]) {
-  const calls: CommandRequest[] = [];
-  const run = (request: CommandRequest) => {
+  const calls: CommandSpec[] = [];
+  const run = (request: CommandSpec) => {
     calls.push(request);
     return Promise.resolve(
       answers.shift() ?? { kind: 'exited' as const, exitCode: 0, stdout: '', stderr: '' },
@@ -48,7 +48,8 @@ describe('the runner’s NetnsManager', () => {
     const expected = {
       code: 'invalid-argument',
       field: 'netnsName',
-      message: 'namespace name "a/b" is not a valid file name',
+      message:
+        'namespace name "a/b" is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"',
     };
     expect(await runnerFailure(() => checkNetnsName('a/b'))).toEqual(expected);
     const { netns } = answering();

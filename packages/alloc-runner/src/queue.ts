@@ -10,9 +10,9 @@ import { RunnerError } from './errors.js';
  *   p-limit of the same size, so that a thousand allocations being restored never make a new
  *   allocation's setup wait (an operation on an allocation being restored waits for that one
  *   restore only: it is behind it in the allocation's chain);
- * - before an operation starts, `beforeStart(id)` may hold it (the reconciler holds operations
- *   on allocations it did not count as known while it scans and reaps), outside the limit so
- *   that a held operation takes no slot;
+ * - before an operation starts, `beforeStart(id)` may hold it (the reap guard, reap-guard.ts,
+ *   holds operations on allocations a reap under way did not count as known), outside the limit
+ *   so that a held operation takes no slot;
  * - an operation whose signal aborts before it starts never runs and rejects with `aborted` at
  *   once; once started, the signal is the operation's to honour.
  */

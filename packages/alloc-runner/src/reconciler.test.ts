@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setImmediate } from 'node:timers/promises';
 import { RunnerError } from './errors.js';
 import { createAllocRunner } from './runner.js';
 import type { AllocRunner, AllocRunnerOptions } from './runner.js';
@@ -157,6 +158,44 @@ describe("the operators' reapLeaks", () => {
     expect(netns.names.has(`alloc-${C}`)).toBe(true);
     expect(netns.callsOf('remove')).toEqual([]);
     expect(runner.get(C)?.phase).toBe('ready');
+  });
+
+  it('holds a setup that arrives while the configurator reaps, and spares one under way', async () => {
+    await start();
+    // A's setup is under way (its ADD held) when the reap starts; B's arrives during the reap.
+    const addArrived = createDeferred();
+    const addRelease = createDeferred();
+    const reapArrived = createDeferred();
+    const reapRelease = createDeferred();
+    configurator.before = async (call) => {
+      if (call.method === 'setup' && call.allocId === A) {
+        addArrived.resolve();
+        await addRelease.promise;
+      }
+      if (call.method === 'reapLeaks') {
+        reapArrived.resolve();
+        await reapRelease.promise;
+      }
+    };
+    const setupA = runner.setup(spec(A));
+    await addArrived.promise;
+    const reaping = runner.reapLeaks();
+    await reapArrived.promise;
+    const setupB = runner.setup(spec(B));
+    await setImmediate();
+    // B waits for the reap before its turn starts (A's setup runs, B's waits); A, counted as
+    // known, is not waited for.
+    expect(runner.stats()).toMatchObject({ running: 1, waiting: 1 });
+    expect(configurator.callsOf('reapLeaks')).toEqual([{ method: 'reapLeaks', known: [A] }]);
+    expect(configurator.callsOf('setup').map((c) => c.allocId)).toEqual([A]);
+    expect(runner.get(B)).toBeUndefined();
+
+    reapRelease.resolve();
+    await setupB;
+    expect(configurator.callsOf('setup').map((c) => c.allocId)).toEqual([A, B]);
+    addRelease.resolve();
+    await Promise.all([setupA, reaping]);
+    expect([runner.get(A)?.phase, runner.get(B)?.phase]).toEqual(['ready', 'ready']);
   });
 
   it('reports a namespace it could not remove, and goes on with the next', async () => {

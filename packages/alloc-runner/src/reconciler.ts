@@ -2,13 +2,15 @@
 // with the records, and reaps or reports what belongs to no allocation; then again every
 // `intervalMs`. The operators' `findLeaks` and `reapLeaks` are the same look, asked for now.
 //
-// Concurrency: one reconcile at a time (a second caller joins the running one); while it scans
-// and reaps the configurator's state it holds (context `hold`) operations on allocations it did
-// not count as known, so it never removes the state of an allocation being set up under it. A
+// Concurrency: one reconcile at a time (a second caller joins the running one). Its scan and the
+// configurator's reap, and the configurator's part of the operators' `reapLeaks`, run on the
+// exclusive side of the reap guard (reap-guard.ts): `known` is every record and every allocation
+// with an operation queued or running, and operations on any other allocation wait until the
+// reap is done, so a reap never removes the state of an allocation being set up under it. A
 // stray namespace is removed in its allocation's turn of the queue (the id its name encodes),
 // after a look at the records in that turn (`ownerOf`): a setup queued or running for that id
-// goes first, and once it has a record the namespace is its own and stays. The reconciler does
-// this after it let go of the hold, which would keep those turns waiting for it.
+// goes first, and once it has a record the namespace is its own and stays. That happens after
+// the guard is let go, since the guard would keep those turns waiting for it.
 import { NAME_PATTERN } from '@allocnet/cni';
 import type { HostState, LeakReport, ReapProgress, ReapReport } from '@allocnet/cni-configurator';
 import { callOf, madeName } from './context.js';
@@ -174,8 +176,8 @@ async function removeStrayNamespaces(
   return { removed, failed };
 }
 
-/** What a reconcile found and did under the hold: the configurator's part and the namespaces. */
-interface HeldPass {
+/** What a reconcile found and did as the guard's reap: the configurator's part, the namespaces. */
+interface GuardedPass {
   readonly leakedAllocations: number;
   readonly orphanState: HostState;
   readonly reaped: number;
@@ -183,21 +185,13 @@ interface HeldPass {
   readonly strays: StrayNamespace[];
 }
 
-/** The scan and the configurator's reap, with operations on unknown allocations held. */
-async function heldPass(
+/** The scan and the configurator's reap, as the reap guard's one reap. */
+function guardedPass(
   ctx: RunnerContext,
   mode: ReconcileMode,
   signal: AbortSignal | undefined,
-): Promise<HeldPass> {
-  const known = new Set<string>([
-    ...ctx.store.list().map((r) => r.allocId),
-    ...ctx.queue.activeIds(),
-  ]);
-  let release = () => {
-    // Replaced below.
-  };
-  ctx.hold.current = { known, done: new Promise<void>((resolve) => (release = resolve)) };
-  try {
+): Promise<GuardedPass> {
+  return ctx.guard.reap(async (known) => {
     const strays = await strayNamespaces(ctx, known, signal);
     if (mode === 'report') {
       const report = await ctx.leaks.findLeaks(known, callOf(signal));
@@ -217,10 +211,7 @@ async function heldPass(
       failed: report.failed.map((f) => ({ what: `allocation "${f.allocId}"`, error: f.error })),
       strays,
     };
-  } finally {
-    ctx.hold.current = undefined;
-    release();
-  }
+  });
 }
 
 async function reconcileNow(
@@ -231,7 +222,7 @@ async function reconcileNow(
   const { counters } = ctx;
   const startedAt = ctx.clock.now();
   try {
-    const pass = await heldPass(ctx, mode, signal);
+    const pass = await guardedPass(ctx, mode, signal);
     const failed = [...pass.failed];
     let reapedNamespaces = 0;
     if (mode === 'reap') {
@@ -358,19 +349,21 @@ export interface ReapOptions {
 }
 
 /**
- * Removes the leaks now, for an operator (every record counts as known), then the stray
- * namespaces, each in its allocation's turn; counted.
+ * Removes the leaks now, for an operator: the configurator's reap as the reap guard's one reap
+ * (every record and every allocation with an operation queued or running counts as known), then
+ * the stray namespaces, each in its allocation's turn; counted.
  */
 export async function reapLeaks(
   ctx: RunnerContext,
   options: ReapOptions,
 ): Promise<RunnerReapReport> {
-  const known = ctx.store.list().map((r) => r.allocId);
-  const report = await ctx.leaks.reapLeaks(known, {
-    ...callOf(options.signal),
-    ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-    ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-  });
+  const report = await ctx.guard.reap((known) =>
+    ctx.leaks.reapLeaks(known, {
+      ...callOf(options.signal),
+      ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+    }),
+  );
   ctx.counters.leaksFound += report.reaped.length + report.failed.length;
   ctx.counters.leaksReaped += report.reaped.length;
   const strays = await strayNamespaces(ctx, liveIds(ctx), options.signal);

@@ -7,15 +7,9 @@ import type { AllocAttachment } from '@allocnet/cni-configurator';
 import { callOf, inTurn, logInfo, madeName } from './context.js';
 import type { RunnerContext } from './context.js';
 import { RunnerError, kindOf, messageOf } from './errors.js';
-import {
-  finishTeardown,
-  freshSetup,
-  netnsPlanOf,
-  recordFailed,
-  recreate,
-  undo,
-} from './lifecycle.js';
+import { freshSetup, netnsPlanOf, recordFailed, recreate, undo } from './lifecycle.js';
 import type { AllocPhase, AllocRecord } from './record.js';
+import { finishTeardown } from './teardown.js';
 
 /**
  * What restore did with one record:

@@ -4,6 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setImmediate } from 'node:timers/promises';
 import { CniError } from '@allocnet/cni';
 import { ConfiguratorError } from '@allocnet/cni-configurator';
 import type { CrashPoint } from './crash.js';
@@ -505,13 +506,13 @@ describe('a full data dir', () => {
 
 /** Polls `condition` between event-loop turns (the fakes answer within a few). */
 async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setImmediate(r));
+  for (let i = 0; i < 1000 && !condition(); i++) await setImmediate();
   expect(condition()).toBe(true);
 }
 
 /** Lets a store-retry round that only meets the fakes (a full store fails at once) run out. */
 async function settleRetry(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+  for (let i = 0; i < 20; i++) await setImmediate();
 }
 
 describe('the operation deadline', () => {
@@ -671,6 +672,67 @@ describe('teardown', () => {
       'invalid allocation id: allocId "../etc" has characters other than [a-zA-Z0-9_.-] or starts with one of "_.-"',
     ]);
     expect(configurator.calls).toEqual([]);
+  });
+});
+
+describe('forceCleanup', () => {
+  it('runs the configurator’s sweep in the allocation’s turn, after the setup before it', async () => {
+    const { runner, configurator } = await make();
+    const hold = holdCalls(configurator, 'setup', [A]);
+    const setup = runner.setup(spec(A));
+    await hold.arrived(A);
+    const cleanup = runner.forceCleanup(A, { dryRun: false, network: 'nomad' });
+    await setImmediate();
+    // Queued behind the setup: the sweep has not run.
+    expect(configurator.calls.map((c) => c.method)).toEqual(['setup']);
+
+    hold.release(A);
+    await setup;
+    const { known, report } = await cleanup;
+    expect(known).toBe(true);
+    expect(report).toMatchObject({ allocId: A, dryRun: false });
+    expect(report.removed.reservations).toHaveLength(1);
+    expect(configurator.callsOf('forceCleanup')).toEqual([
+      { method: 'forceCleanup', allocId: A, dryRun: false, network: 'nomad' },
+    ]);
+    // The record stays: the operator asked for the host's state to go, not the allocation.
+    expect([runner.get(A)?.phase, configurator.attached.has(A)]).toEqual(['ready', false]);
+  });
+
+  it('says known: false for an allocation without a record, and passes a dry run on', async () => {
+    const { runner, configurator } = await make();
+    configurator.leak(A);
+    const dry = await runner.forceCleanup(A, { dryRun: true });
+    expect([dry.known, dry.report.dryRun, configurator.attached.has(A)]).toEqual([
+      false,
+      true,
+      true,
+    ]);
+    expect(configurator.callsOf('forceCleanup')).toEqual([
+      { method: 'forceCleanup', allocId: A, dryRun: true },
+    ]);
+    expect((await runner.forceCleanup(A, { dryRun: false })).known).toBe(false);
+    expect(configurator.attached.has(A)).toBe(false);
+  });
+
+  it('refuses a bad allocation id as the other operations do', async () => {
+    const { runner, configurator } = await make();
+    const error = await rejection(runner.forceCleanup('../etc', { dryRun: true }));
+    expect([error.code, error.field, error.message]).toEqual([
+      'invalid-argument',
+      'allocId',
+      'invalid allocation id: allocId "../etc" has characters other than [a-zA-Z0-9_.-] or starts with one of "_.-"',
+    ]);
+    expect(configurator.calls).toEqual([]);
+  });
+
+  it('gives the configurator’s error as is', async () => {
+    const { runner, configurator } = await make();
+    const cause = new ConfiguratorError(`cleaning up "${A}": iptables-restore failed`, {
+      code: 'cleanup-failed',
+    });
+    configurator.fail('forceCleanup', cause);
+    await expect(runner.forceCleanup(A, { dryRun: false })).rejects.toBe(cause);
   });
 });
 

@@ -25,7 +25,7 @@ const port = fc.record(
   },
   { requiredKeys: ['label', 'value'] },
 );
-/** A normalized absolute path (`posix.normalize` leaves it as it is). */
+/** A clean absolute path that `tidyPath` leaves as it is (no `.` or `..` segment either). */
 const netnsPath = fc
   .array(fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,8}$/), { minLength: 1, maxLength: 4 })
   .map((parts) => `/${parts.join('/')}`);

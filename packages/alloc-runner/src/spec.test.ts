@@ -85,7 +85,19 @@ describe('decodeSpec', () => {
       'a relative netns path',
       { ...BASE, netnsPath: 'run/netns/x' },
       'spec.netnsPath',
-      'spec.netnsPath "run/netns/x" is not an absolute, normalized path',
+      'spec.netnsPath "run/netns/x" is not an absolute path',
+    ],
+    [
+      'a netns path with a ".." segment',
+      { ...BASE, netnsPath: '/run/netns/../x' },
+      'spec.netnsPath',
+      'spec.netnsPath "/run/netns/../x" is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters)',
+    ],
+    [
+      'a netns path with a repeated "/"',
+      { ...BASE, netnsPath: '/run//netns/x' },
+      'spec.netnsPath',
+      'spec.netnsPath "/run//netns/x" is not a normalized path (no repeated "/")',
     ],
     [
       'a job id of the wrong type',
@@ -173,6 +185,11 @@ describe('decodeSpec', () => {
       const decoded = decodeSpec({ ...BASE, ports: [port(1), port(2), port(3)] });
       expect(refusal(decoded, limits).field).toBe('spec.ports');
     });
+  });
+
+  it('accepts a netns path with a trailing "/", as records written before the path rule may hold', () => {
+    const spec = { ...BASE, netnsPath: '/run/netns/x/' };
+    expect(decodeSpec(spec)).toEqual(spec);
   });
 
   it('accepts a full spec and gives it back as it was', () => {

@@ -1,4 +1,3 @@
-import { posix } from 'node:path';
 import * as t from 'io-ts';
 import { checkedString, decode } from '@allocnet/cni';
 import type { FieldPath } from '@allocnet/base';
@@ -7,6 +6,7 @@ import {
   decodeSpec as decodeConfiguratorSpec,
 } from '@allocnet/cni-configurator';
 import type { AllocNetworkSpec, ValidAllocSpec } from '@allocnet/cni-configurator';
+import { absolutePathProblem } from '@allocnet/netns';
 import { invalidInput, invalidInputOf } from './errors.js';
 
 /**
@@ -64,10 +64,23 @@ function show(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
+/**
+ * What is wrong with `path` as a namespace path, or undefined: @allocnet/netns's clean absolute
+ * path without a repeated "/" (the record keeps the path as given, and the reconciler compares
+ * paths). A trailing "/" stays allowed: records written before this rule may hold one, and a
+ * store must open whatever it accepted before.
+ */
+function netnsPathProblem(path: string): string | undefined {
+  return (
+    absolutePathProblem(path) ??
+    (path.includes('//') ? 'is not a normalized path (no repeated "/")' : undefined)
+  );
+}
+
 const netnsPathCodec = checkedString(
   'NetnsPath',
-  (s) => s.startsWith('/') && posix.normalize(s) === s && !s.includes('\0') && s.length <= 4096,
-  (s) => `${JSON.stringify(s)} is not an absolute, normalized path`,
+  (s) => netnsPathProblem(s) === undefined,
+  (s) => `${JSON.stringify(s)} ${netnsPathProblem(s) ?? ''}`,
 );
 
 const interruptedSetupCodec = t.keyof({ fail: null, finish: null });

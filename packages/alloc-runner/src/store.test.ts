@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { isRunnerError } from './errors.js';
 import type { AllocRecord } from './record.js';
-import { SCHEMA_KEY, openRunnerStore } from './store.js';
+import { SCHEMA_KEY, isNoSpace, openRunnerStore } from './store.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -140,5 +140,22 @@ describe('openRunnerStore', () => {
     await expect(store.put(RECORD)).rejects.toThrow(
       `writing the record of allocation "a1" failed: the state store "${dir}/state" is closed`,
     );
+  });
+});
+
+describe('isNoSpace', () => {
+  it('decides by the code lmdb-js and fs give, never by the message', () => {
+    // lmdb-js: the errno as `code`; fs: `code` ENOSPC / EDQUOT and a negative `errno`.
+    const lmdb = Object.assign(new Error('No space left on device'), { code: 28 });
+    const fs = Object.assign(new Error('ENOSPC: no space left on device, write'), {
+      code: 'ENOSPC',
+      errno: -28,
+    });
+    const quota = Object.assign(new Error('whatever the libc says'), { code: 122 });
+    expect([lmdb, fs, quota].map(isNoSpace)).toEqual([true, true, true]);
+    // The same words without the code: another failure (before, the text alone said "full").
+    const words = new Error('MDB_PROBLEM: No space left on device');
+    const other = Object.assign(new Error('No space left on device'), { code: 5 });
+    expect([words, other, 'No space left on device'].map(isNoSpace)).toEqual([false, false, false]);
   });
 });

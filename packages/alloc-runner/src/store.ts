@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { open } from 'lmdb';
 import type { RootDatabase } from 'lmdb';
 import { decode } from '@allocnet/cni';
@@ -104,16 +105,13 @@ async function writeErrorOf(error: unknown): Promise<unknown> {
     () => error,
     (real: unknown) => real,
   );
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<unknown>((resolve) => {
-    timer = setTimeout(() => {
-      resolve(error);
-    }, 1000);
-  });
+  // Should the real error never come, the generic one after a second (the timer is let go as
+  // soon as the race is decided; its abort rejection is handled by the race).
+  const stop = new AbortController();
   try {
-    return await Promise.race([settled, late]);
+    return await Promise.race([settled, delay(1000, error, { signal: stop.signal })]);
   } finally {
-    clearTimeout(timer);
+    stop.abort();
   }
 }
 
@@ -130,14 +128,16 @@ export function storeFullError(what: string, problem: string, cause?: unknown): 
   );
 }
 
-/** Whether a write failed because the filesystem is full or over quota. */
+/**
+ * Whether a write failed because the filesystem is full or over quota, by the error's code:
+ * lmdb-js sets `code` to the errno (28), Node's fs errors carry `code` `ENOSPC` and a negative
+ * `errno`. The message is not read: it is for people, and varies with the libc and the locale.
+ */
 export function isNoSpace(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { code, errno } = error as { code?: unknown; errno?: unknown };
   if (code === 'ENOSPC' || code === 'EDQUOT') return true;
-  for (const n of [code, errno])
-    if (typeof n === 'number' && NO_SPACE_ERRNOS.has(Math.abs(n))) return true;
-  return /No space left on device|Disk quota exceeded/.test(messageOf(error));
+  return [code, errno].some((n) => typeof n === 'number' && NO_SPACE_ERRNOS.has(Math.abs(n)));
 }
 
 /**

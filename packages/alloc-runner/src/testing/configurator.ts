@@ -14,15 +14,7 @@ import type {
 } from '@allocnet/cni-configurator';
 
 export type ConfiguratorMethod =
-  | 'setup'
-  | 'check'
-  | 'teardown'
-  | 'forceCleanup'
-  | 'findLeaks'
-  | 'reapLeaks'
-  | 'ensureHostPrerequisites'
-  | 'reload'
-  | 'close';
+  'setup' | 'check' | 'teardown' | 'forceCleanup' | 'findLeaks' | 'reapLeaks' | 'reload' | 'close';
 
 /** One call the recording configurator saw. */
 export interface ConfiguratorCall {
@@ -36,6 +28,9 @@ export interface ConfiguratorCall {
   readonly attachment?: AllocAttachment | undefined;
   /** findLeaks/reapLeaks: the known ids, sorted. */
   readonly known?: readonly string[];
+  /** forceCleanup: whether it was a dry run, and the network when one was given. */
+  readonly dryRun?: boolean;
+  readonly network?: string;
 }
 
 /**
@@ -47,7 +42,9 @@ export interface ConfiguratorCall {
  * removes the allocation's network whether or not an attachment is given (the audit's sweep);
  * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`.
  */
-export interface RecordingConfigurator extends CniConfigurator {
+export interface RecordingConfigurator
+  // `ensureHostPrerequisites` is leaving the configurator: the fake no longer has it.
+  extends Omit<CniConfigurator, 'ensureHostPrerequisites'> {
   readonly calls: readonly ConfiguratorCall[];
   /** The calls of one method, in order. */
   callsOf(method: ConfiguratorMethod): readonly ConfiguratorCall[];
@@ -242,7 +239,15 @@ export function createRecordingConfigurator(): RecordingConfigurator {
     },
 
     async forceCleanup(allocId, options = {}): Promise<CleanupReport> {
-      await enter({ method: 'forceCleanup', allocId });
+      await enter(
+        {
+          method: 'forceCleanup',
+          allocId,
+          dryRun: options.dryRun === true,
+          ...(options.network === undefined ? {} : { network: options.network }),
+        },
+        options.signal,
+      );
       const had = attached.get(allocId);
       if (options.dryRun !== true) attached.delete(allocId);
       return {
@@ -269,10 +274,6 @@ export function createRecordingConfigurator(): RecordingConfigurator {
       const orphans = fake.orphans;
       fake.orphans = emptyHostState;
       return { reaped: leaks, orphans, failed: [] };
-    },
-
-    async ensureHostPrerequisites() {
-      await enter({ method: 'ensureHostPrerequisites' });
     },
 
     async close() {
