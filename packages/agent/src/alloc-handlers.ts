@@ -1,6 +1,6 @@
 // AllocNetworkService: the scheduler's calls. Each decodes its request (requests.ts) and runs on
-// the runner through call.ts (signal, status, log line); setups run under the shared side of
-// the reap gate (gate.ts) and, with teardowns, feed the duration histograms.
+// the runner through call.ts (signal, status, log line); setups and teardowns feed the duration
+// histograms. The runner keeps a reap from meeting a setup in flight: nothing here waits.
 import * as grpc from '@grpc/grpc-js';
 import { kindOf } from '@allocnet/base';
 import { isRunnerError, specDifferences } from '@allocnet/alloc-runner';
@@ -20,30 +20,130 @@ import {
   decodeTeardownRequest,
 } from './requests.js';
 import type { AllocLimits } from './requests.js';
-import type { ReapGate } from './gate.js';
 import type { AgentMetrics } from './metrics.js';
 
+/** What the scheduler's calls use of the runner. */
+export type AllocCallsRunner = Pick<
+  AllocRunner,
+  'setup' | 'teardown' | 'check' | 'get' | 'list' | 'isRestoring'
+>;
+
+/** What the calls use of the configurator: its networks, read again for a name not known. */
+export type NetworkSource = Pick<CniConfigurator, 'catalog' | 'reload'>;
+
 export interface AllocHandlersDeps {
-  readonly runner: AllocRunner;
-  readonly configurator: CniConfigurator;
-  readonly metrics: AgentMetrics;
-  readonly gate: ReapGate;
+  readonly runner: AllocCallsRunner;
+  readonly configurator: NetworkSource;
+  readonly metrics: Pick<AgentMetrics, 'setup' | 'teardown'>;
   readonly ignoreHostIps: boolean;
   /** The agent's caps on one allocation (config `limits`). */
   readonly limits: AllocLimits;
 }
 
-export function createAllocHandlers(
-  deps: AllocHandlersDeps,
-  calls: CallHandler,
-): AllocNetworkServiceHandlers {
-  const { runner, configurator, metrics, gate } = deps;
-  const { unary } = calls;
-  /** The network a request that names none gets: the embedded default's name. */
-  const defaultNetwork = () =>
+/** The network a request that names none gets: the embedded default's name. */
+function defaultNetworkOf(configurator: NetworkSource): () => string {
+  return () =>
     configurator.catalog().networks.find((n) => n.source === 'default')?.name ??
     DEFAULT_NETWORK_NAME;
+}
 
+/** SetupAllocNetwork: decode, setup, and the setup histogram (bad input left out). */
+function setupCall(
+  deps: AllocHandlersDeps,
+  { unary }: CallHandler,
+): AllocNetworkServiceHandlers['SetupAllocNetwork'] {
+  const { runner, configurator, metrics } = deps;
+  const defaultNetwork = defaultNetworkOf(configurator);
+  return unary(
+    'setup',
+    'info',
+    async (request, { signal, fields }) => {
+      const id = idForLog(request.allocId);
+      if (id !== undefined) fields.allocId = id;
+      fields.network = request.network === '' ? defaultNetwork() : cut(request.network);
+      const spec = await decodeSetupRequest(request, {
+        catalog: () => configurator.catalog(),
+        reload: () => configurator.reload(),
+        ignoreHostIps: deps.ignoreHostIps,
+        limits: deps.limits,
+      });
+      fields.decoded = true;
+      const before = runner.get(spec.allocId);
+      const status = await runner.setup(spec, { signal });
+      const record = runner.get(spec.allocId);
+      // Nothing ran when an equal setup was already ready and its record did not change.
+      const already =
+        before?.phase === 'ready' &&
+        specDifferences(before.spec, spec).length === 0 &&
+        record?.updatedAtMs === before.updatedAtMs;
+      fields.attempts = already ? 0 : status.attempts;
+      fields.alreadySetUp = already;
+      fields.address = status.address;
+      return {
+        status: record === undefined ? null : statusMessage(record, defaultNetwork()),
+        alreadySetUp: already,
+      };
+    },
+    (code, seconds, fields) => {
+      const decoded = fields.decoded === true;
+      delete fields.decoded;
+      // Calls refused as bad input would only blur the histogram.
+      if (!decoded || code === grpc.status.INVALID_ARGUMENT) return;
+      const ok = code === grpc.status.OK;
+      metrics.setup(seconds, ok ? 'ok' : 'error', Math.max(0, (fields.attempts ?? 1) - 1));
+    },
+  );
+}
+
+/** TeardownAllocNetwork: decode, teardown, and the teardown histogram (bad input left out). */
+function teardownCall(
+  deps: AllocHandlersDeps,
+  { unary }: CallHandler,
+): AllocNetworkServiceHandlers['TeardownAllocNetwork'] {
+  const { runner, metrics } = deps;
+  const defaultNetwork = defaultNetworkOf(deps.configurator);
+  return unary(
+    'teardown',
+    'info',
+    async (request, { signal, fields }) => {
+      const id = idForLog(request.allocId);
+      if (id !== undefined) fields.allocId = id;
+      const allocId = decodeTeardownRequest(request);
+      const record = runner.get(allocId);
+      if (record !== undefined)
+        fields.network = record.status?.network ?? record.spec.network ?? defaultNetwork();
+      fields.decoded = true;
+      const { known, report } = await runner.teardown(allocId, { signal });
+      fields.known = known;
+      if (report.delError !== undefined) fields.delError = report.delError;
+      const removed = stateCounts(report.removed);
+      if (Object.values(removed).some((n) => n > 0)) fields.auditRemoved = removed;
+      return {
+        wasKnown: known,
+        delRan: report.delRan,
+        delError: report.delError ?? '',
+        removed: hostStateMessage(report.removed),
+      };
+    },
+    (code, seconds, fields) => {
+      const decoded = fields.decoded === true;
+      delete fields.decoded;
+      if (!decoded || code === grpc.status.INVALID_ARGUMENT) return;
+      metrics.teardown(seconds, code === grpc.status.OK ? 'ok' : 'error');
+    },
+  );
+}
+
+/** GetAllocNetwork, ListAllocNetworks and CheckAllocNetwork: the records, and CHECK. */
+function readCalls(
+  deps: AllocHandlersDeps,
+  { unary }: CallHandler,
+): Pick<
+  AllocNetworkServiceHandlers,
+  'GetAllocNetwork' | 'ListAllocNetworks' | 'CheckAllocNetwork'
+> {
+  const { runner } = deps;
+  const defaultNetwork = defaultNetworkOf(deps.configurator);
   const recordOf = (allocId: string): AllocRecord => {
     const record = runner.get(allocId);
     if (record === undefined)
@@ -54,79 +154,6 @@ export function createAllocHandlers(
   };
 
   return {
-    SetupAllocNetwork: unary(
-      'setup',
-      'info',
-      async (request, { signal, fields }) => {
-        const id = idForLog(request.allocId);
-        if (id !== undefined) fields.allocId = id;
-        fields.network = request.network === '' ? defaultNetwork() : cut(request.network);
-        const spec = await decodeSetupRequest(request, {
-          catalog: () => configurator.catalog(),
-          reload: () => configurator.reload(),
-          ignoreHostIps: deps.ignoreHostIps,
-          limits: deps.limits,
-        });
-        fields.decoded = true;
-        return gate.shared(async () => {
-          const before = runner.get(spec.allocId);
-          const status = await runner.setup(spec, { signal });
-          const record = runner.get(spec.allocId);
-          // Nothing ran when an equal setup was already ready and its record did not change.
-          const already =
-            before?.phase === 'ready' &&
-            specDifferences(before.spec, spec).length === 0 &&
-            record?.updatedAtMs === before.updatedAtMs;
-          fields.attempts = already ? 0 : status.attempts;
-          fields.alreadySetUp = already;
-          fields.address = status.address;
-          return {
-            status: record === undefined ? null : statusMessage(record, defaultNetwork()),
-            alreadySetUp: already,
-          };
-        });
-      },
-      (code, seconds, fields) => {
-        const decoded = fields.decoded === true;
-        delete fields.decoded;
-        // Calls refused as bad input would only blur the histogram.
-        if (!decoded || code === grpc.status.INVALID_ARGUMENT) return;
-        const ok = code === grpc.status.OK;
-        metrics.setup(seconds, ok ? 'ok' : 'error', Math.max(0, (fields.attempts ?? 1) - 1));
-      },
-    ),
-
-    TeardownAllocNetwork: unary(
-      'teardown',
-      'info',
-      async (request, { signal, fields }) => {
-        const id = idForLog(request.allocId);
-        if (id !== undefined) fields.allocId = id;
-        const allocId = decodeTeardownRequest(request);
-        const record = runner.get(allocId);
-        if (record !== undefined)
-          fields.network = record.status?.network ?? record.spec.network ?? defaultNetwork();
-        fields.decoded = true;
-        const { known, report } = await runner.teardown(allocId, { signal });
-        fields.known = known;
-        if (report.delError !== undefined) fields.delError = report.delError;
-        const removed = stateCounts(report.removed);
-        if (Object.values(removed).some((n) => n > 0)) fields.auditRemoved = removed;
-        return {
-          wasKnown: known,
-          delRan: report.delRan,
-          delError: report.delError ?? '',
-          removed: hostStateMessage(report.removed),
-        };
-      },
-      (code, seconds, fields) => {
-        const decoded = fields.decoded === true;
-        delete fields.decoded;
-        if (!decoded || code === grpc.status.INVALID_ARGUMENT) return;
-        metrics.teardown(seconds, code === grpc.status.OK ? 'ok' : 'error');
-      },
-    ),
-
     GetAllocNetwork: unary('get', 'debug', (request, { fields }) => {
       const id = idForLog(request.allocId);
       if (id !== undefined) fields.allocId = id;
@@ -171,5 +198,17 @@ export function createAllocHandlers(
       if (!healthy) fields.problem = problem;
       return { healthy, checkRan, problem, status: statusMessage(record, defaultNetwork()) };
     }),
+  };
+}
+
+/** AllocNetworkService's handlers, one call each, run through `calls`. */
+export function createAllocHandlers(
+  deps: AllocHandlersDeps,
+  calls: CallHandler,
+): AllocNetworkServiceHandlers {
+  return {
+    SetupAllocNetwork: setupCall(deps, calls),
+    TeardownAllocNetwork: teardownCall(deps, calls),
+    ...readCalls(deps, calls),
   };
 }

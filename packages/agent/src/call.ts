@@ -2,11 +2,11 @@
 // cancelled, the work, any error mapped to a status (status.ts), a failure counted in the
 // metrics, and one log line: `{op, allocId, network, durationMs, attempts, outcome, code, error}`.
 import * as grpc from '@grpc/grpc-js';
+import type { AbortCause } from '@allocnet/proto';
 import { invalidRequest, messageOf, show } from './errors.js';
 import type { AgentLogger } from './logging.js';
 import type { AgentMetrics } from './metrics.js';
 import { grpcFailure, protoField, statusName } from './status.js';
-import type { AbortCause } from './status.js';
 
 /** What every server call has (grpc-js does not export its `ServerSurfaceCall`). */
 export type SurfaceCall = Pick<

@@ -4,12 +4,14 @@
 // metrics listener. `composeAgent` opens them in the order a start needs and registers each
 // with `opened`, so that the lifecycle (agent.ts) closes them in reverse when a later step fails.
 //
-// A setup request's path, for a reader: servers.ts (gRPC) → alloc-handlers.ts (decode, gate,
-// metrics, log line) → the runner → the configurator → the CNI runtime and iptables.
+// The CNI door's wiring is one step of its own (compose-cni.ts).
+//
+// A setup request's path, for a reader: servers.ts (gRPC) → alloc-handlers.ts (decode, metrics,
+// log line, through call.ts) → the runner → the configurator → the CNI runtime and iptables.
 import { mkdir } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { createAllocRunner, isRunnerError } from '@allocnet/alloc-runner';
-import type { AllocRunner, NetnsManager } from '@allocnet/alloc-runner';
+import type { AllocRunner, NetnsManager, RunnerConfigurator } from '@allocnet/alloc-runner';
 import { createCniRuntime, createNodePluginExec, findPlugin, isCniError } from '@allocnet/cni';
 import type { CniRuntime } from '@allocnet/cni';
 import { createCniConfigurator } from '@allocnet/cni-configurator';
@@ -17,15 +19,11 @@ import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
 import { releaseFreeMemory } from '@allocnet/spawn';
 import type { AgentConfig } from './config.js';
-import { CNI_QUEUE_REPLAY_INTERVAL_MS } from './defaults.js';
-import { AgentError, messageOf } from './errors.js';
-import { createCniHandler } from './cni-handler.js';
-import { replayCniQueue } from './cni-queue.js';
-import { startCniServer } from './cni-server.js';
-import type { CniServer } from './cni-server.js';
-import { readHolder, tryLockExclusive, writeHolder } from './flock.js';
-import type { HeldLock } from './flock.js';
-import { createReapGate } from './gate.js';
+import { AgentError, checkNotAborted, messageOf } from './errors.js';
+import { wireCniDoor } from './compose-cni.js';
+import type { CniDoor } from './compose-cni.js';
+import { readHolder, tryLockExclusive, writeHolder } from '@allocnet/libc';
+import type { HeldLock } from '@allocnet/libc';
 import { componentLogger } from './logging.js';
 import type { AgentLogger } from './logging.js';
 import { createAgentMetrics, timedPluginExec } from './metrics.js';
@@ -36,16 +34,24 @@ import type { OpenedParts } from './parts.js';
 import { createReloader } from './reload.js';
 import type { OperatorToken, ReloadReport } from './reload.js';
 import { readOperatorToken, readTlsFiles } from './secrets.js';
+import type { TlsFiles } from './secrets.js';
 import { startGrpcServers } from './servers.js';
 import type { GrpcServers } from './servers.js';
 import { createServiceHandlers } from './service.js';
 import type { ServiceHandlers } from './service.js';
 import { claimSocketPath } from './socket.js';
 
+/**
+ * What the agent uses of the configurator: what the runner calls of it, and its networks,
+ * reload and close.
+ */
+export type AgentConfigurator = RunnerConfigurator &
+  Pick<CniConfigurator, 'catalog' | 'reload' | 'close'>;
+
 /** Parts a test gives instead of the real ones. */
 export interface AgentSeams {
   /** The configurator (then `runtime` answers GetAgentInfo's VERSION probes). */
-  readonly configurator?: CniConfigurator;
+  readonly configurator?: AgentConfigurator;
   readonly runtime?: CniRuntime;
   readonly netns?: NetnsManager;
   /** Node process metrics in the registry. Default true. */
@@ -70,11 +76,11 @@ export interface ComposeOptions {
 export interface ComposedAgent {
   readonly metrics: AgentMetrics;
   readonly runner: AllocRunner;
-  readonly configurator: CniConfigurator;
+  readonly configurator: AgentConfigurator;
   readonly handlers: ServiceHandlers;
   readonly servers: GrpcServers;
   /** allocnet-cni's server: ready once restore and the DEL-queue replay are done. */
-  readonly cniServer: CniServer;
+  readonly cniServer: CniDoor['server'];
   /** Stops the DEL queue's periodic replay (the one at start is done). */
   readonly stopCniQueue: () => void;
   /** Lets another agent open the data dir: the last step of a stop. */
@@ -87,15 +93,9 @@ export interface ComposedAgent {
   readonly restoring: number;
 }
 
-/** Throws `aborted` once the start's signal has aborted. */
-export function checkNotAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted === true)
-    throw new AgentError('the agent was stopped while it was starting', { code: 'aborted' });
-}
-
 /** Warns about plugins the catalog's networks use but the plugin dirs lack. */
 function warnMissingPlugins(
-  configurator: CniConfigurator,
+  configurator: AgentConfigurator,
   pluginDirs: readonly string[],
   logger: AgentLogger,
 ): void {
@@ -153,8 +153,8 @@ function restoreInBackground(runner: AllocRunner, logger: AgentLogger): number {
   const { restoring, done } = runner.startInBackground();
   done.then(
     (started) => {
-      // The restore read thousands of plugin and iptables outputs: hand the heap glibc keeps
-      // after freeing them back (some 50 MB with 1,000 allocations, measured).
+      // The restore read thousands of plugin and iptables outputs: hand back the heap glibc
+      // keeps after freeing them (docs/performance.md: the RSS after a restore).
       releaseFreeMemory();
       logger.info('restored allocations from the last run', {
         ...started.restore.counts,
@@ -185,22 +185,15 @@ function restoreInBackground(runner: AllocRunner, logger: AgentLogger): number {
 }
 
 /**
- * Opens the agent's parts: the TLS files and operator token (an operator's mistakes first),
- * the socket claim, the data dir, the configurator, the runner, restore, the handlers, the
- * gRPC servers and the metrics listener. Throws `AgentError` (`invalid-config`,
- * `socket-in-use`, `listen-failed`, `start-failed`, `aborted`), leaving in `opened` what to close.
+ * Claims the socket path and the data dir: another agent on either is refused before anything
+ * of it is opened (the socket is only probed here; the data dir's lock is taken before its store
+ * is opened).
  */
-export async function composeAgent(options: ComposeOptions): Promise<ComposedAgent> {
-  const { config, logger, seams, opened, signal } = options;
-  const tls = await readTlsFiles(config.tcp);
-  const token: OperatorToken = {
-    current:
-      config.tcp?.operatorTokenFile === undefined
-        ? undefined
-        : await readOperatorToken(config.tcp.operatorTokenFile),
-  };
-  // Another agent on this socket, or on this data dir: refuse before opening anything of it (the
-  // socket is only probed here; the data dir's lock is taken before its store is opened).
+async function claimPaths(
+  config: AgentConfig,
+  logger: AgentLogger,
+  opened: OpenedParts,
+): Promise<HeldLock> {
   await claimSocketPath(config.socket, logger);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const dataDirLock = lockDataDir(config);
@@ -208,22 +201,36 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     dataDirLock.release();
     return Promise.resolve();
   });
+  return dataDirLock;
+}
 
-  // The metrics read the runner's counters once the runner exists.
-  let runner: AllocRunner | undefined;
-  const metrics = createAgentMetrics({
-    stats: () => runner?.stats(),
-    version: options.version,
+/** The metrics, reading the runner's counters and records once `runner()` has one. */
+function metricsOf(
+  runner: () => AllocRunner | undefined,
+  version: string,
+  seams: AgentSeams,
+): AgentMetrics {
+  return createAgentMetrics({
+    stats: () => runner()?.stats(),
+    version,
     ...(seams.processMetrics === undefined ? {} : { processMetrics: seams.processMetrics }),
     origins: () => {
       const counts: Record<string, number> = {};
-      for (const r of runner?.list() ?? []) {
+      for (const r of runner()?.list() ?? []) {
         const origin = r.spec.origin?.runtime ?? 'grpc';
         counts[origin] = (counts[origin] ?? 0) + 1;
       }
       return counts;
     },
   });
+}
+
+/** The CNI runtime (plugin runs timed into the metrics) and the configurator over it. */
+async function openConfigurator(
+  options: ComposeOptions,
+  metrics: AgentMetrics,
+): Promise<{ runtime: CniRuntime; configurator: AgentConfigurator }> {
+  const { config, logger, seams, opened } = options;
   const runtime =
     seams.runtime ??
     createCniRuntime({
@@ -235,7 +242,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
       }),
       logger: componentLogger(logger, 'cni'),
     });
-  let configurator: CniConfigurator;
+  let configurator: AgentConfigurator;
   try {
     configurator =
       seams.configurator ??
@@ -259,7 +266,16 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
   }
   opened.push('configurator', () => configurator.close());
   warnMissingPlugins(configurator, config.cni.pluginDirs, logger);
+  return { runtime, configurator };
+}
 
+/** The runner over the configurator, its store opened in the data dir. */
+async function openRunner(
+  options: ComposeOptions,
+  configurator: AgentConfigurator,
+): Promise<AllocRunner> {
+  const { config, logger, seams, opened } = options;
+  let runner: AllocRunner;
   try {
     runner = await createAllocRunner({
       configurator,
@@ -279,34 +295,31 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
       },
     );
   }
-  const theRunner = runner;
-  opened.push('runner', () => theRunner.close());
-  checkNotAborted(signal);
-  // The CNI server listens before restore, answering 503 (allocnet-cni's ADD waits, its DEL
-  // queues) until restore and the queue replay are done.
-  // One reap gate for both doors: setups over gRPC and ADDs over CNI hold its shared side.
-  const gate = createReapGate();
-  const cniHandler = createCniHandler({
-    runner: theRunner,
-    catalog: () => configurator.catalog(),
-    reload: () => configurator.reload(),
-    ignoreHostIps: config.ignoreHostIps,
-    limits: config.limits,
-    logger: componentLogger(logger, 'cni-server'),
-    gate,
-  });
-  const cniServer = await startCniServer({
-    socketPath: config.cni.socket,
-    handler: cniHandler,
-    logger: componentLogger(logger, 'cni-server'),
-    opened,
-    onCall: (command, code, seconds) => {
-      metrics.cniCall(command, code, seconds);
-    },
-  });
-  const restoring = restoreInBackground(theRunner, logger);
-  checkNotAborted(signal);
+  opened.push('runner', () => runner.close());
+  return runner;
+}
 
+/** What the gRPC door is built on. */
+interface GrpcDoorParts {
+  readonly runner: AllocRunner;
+  readonly configurator: AgentConfigurator;
+  readonly runtime: CniRuntime;
+  readonly metrics: AgentMetrics;
+  readonly tls: TlsFiles | undefined;
+  readonly token: OperatorToken;
+}
+
+/** The reloader, the service handlers and the gRPC servers (unix socket, and TCP if set). */
+async function openGrpcDoor(
+  options: ComposeOptions,
+  parts: GrpcDoorParts,
+): Promise<{
+  reload: () => Promise<ReloadReport>;
+  handlers: ServiceHandlers;
+  servers: GrpcServers;
+}> {
+  const { config, logger, opened } = options;
+  const { configurator, tls, token } = parts;
   const reload = createReloader({
     config,
     logger,
@@ -315,12 +328,11 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     ...(options.reloadConfig === undefined ? {} : { reloadConfig: options.reloadConfig }),
   });
   const handlers = createServiceHandlers({
-    runner: theRunner,
+    runner: parts.runner,
     configurator,
-    runtime,
-    metrics,
+    runtime: parts.runtime,
+    metrics: parts.metrics,
     logger,
-    gate,
     ignoreHostIps: config.ignoreHostIps,
     limits: config.limits,
     info: {
@@ -342,50 +354,68 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
       : { tcp: { address: config.tcp.address, tls, operatorToken: () => token.current } }),
     opened,
   });
+  return { reload, handlers, servers };
+}
 
-  let metricsServer: MetricsServer | undefined;
-  if (config.metrics.address !== 'off') {
-    const started = await startMetricsServer(config.metrics.address, metrics.registry, logger);
-    metricsServer = started;
-    opened.push('metrics listener', () => started.close());
-  }
+/** The Prometheus listener, unless `metrics.address` is `off`. */
+async function openMetricsServer(
+  options: ComposeOptions,
+  metrics: AgentMetrics,
+): Promise<MetricsServer | undefined> {
+  const { config, logger, opened } = options;
+  if (config.metrics.address === 'off') return undefined;
+  const started = await startMetricsServer(config.metrics.address, metrics.registry, logger);
+  opened.push('metrics listener', () => started.close());
+  return started;
+}
 
-  // DELs allocnet-cni queued while the agent was down, before the CNI server turns ready; then
-  // again at an interval, for a DEL queued while this start was under way.
-  const queue = {
-    dir: config.cni.queueDir,
-    handler: cniHandler,
-    logger: componentLogger(logger, 'cni-queue'),
-    onReplay: (outcome: 'replayed' | 'failed' | 'dropped') => {
-      metrics.cniQueueReplay(outcome);
-    },
+/**
+ * Opens the agent's parts: the TLS files and operator token (an operator's mistakes first),
+ * the socket claim, the data dir, the configurator, the runner, the CNI door (listening, not
+ * ready), restore, the gRPC door and the metrics listener, then the CNI door's queue replay.
+ * Throws `AgentError` (`invalid-config`, `socket-in-use`, `data-dir-in-use`, `listen-failed`,
+ * `start-failed`, `aborted`), leaving in `opened` what to close.
+ */
+export async function composeAgent(options: ComposeOptions): Promise<ComposedAgent> {
+  const { config, logger, opened, signal } = options;
+  const tls = await readTlsFiles(config.tcp);
+  const token: OperatorToken = {
+    current:
+      config.tcp?.operatorTokenFile === undefined
+        ? undefined
+        : await readOperatorToken(config.tcp.operatorTokenFile),
   };
-  const replayed = await replayCniQueue(queue, signal);
-  metrics.cniQueuePending(replayed.failed);
-  if (replayed.replayed + replayed.failed + replayed.dropped > 0)
-    logger.info('replayed the DELs allocnet-cni queued while the agent was down', { ...replayed });
+  const dataDirLock = await claimPaths(config, logger, opened);
+  // The metrics read the runner's counters once the runner exists.
+  const made: { runner?: AllocRunner } = {};
+  const metrics = metricsOf(() => made.runner, options.version, options.seams);
+  const { runtime, configurator } = await openConfigurator(options, metrics);
+  const theRunner = await openRunner(options, configurator);
+  made.runner = theRunner;
   checkNotAborted(signal);
-  let replaying = false;
-  const replayTimer = setInterval(() => {
-    if (replaying) return;
-    replaying = true;
-    replayCniQueue(queue)
-      .then((report) => {
-        metrics.cniQueuePending(report.failed);
-      })
-      .catch((error: unknown) => {
-        logger.warn('replaying the CNI DEL queue failed', { error: messageOf(error) });
-      })
-      .finally(() => {
-        replaying = false;
-      });
-  }, CNI_QUEUE_REPLAY_INTERVAL_MS);
-  replayTimer.unref();
-  opened.push('cni queue replay', () => {
-    clearInterval(replayTimer);
-    return Promise.resolve();
+  // The CNI server listens before restore, answering 503 until restore and the queue replay
+  // are done (compose-cni.ts).
+  const cniDoor = await wireCniDoor({
+    config,
+    logger,
+    runner: theRunner,
+    configurator,
+    metrics,
+    opened,
   });
-  cniServer.setReady(true);
+  const restoring = restoreInBackground(theRunner, logger);
+  checkNotAborted(signal);
+  const { reload, handlers, servers } = await openGrpcDoor(options, {
+    runner: theRunner,
+    configurator,
+    runtime,
+    metrics,
+    tls,
+    token,
+  });
+  const metricsServer = await openMetricsServer(options, metrics);
+
+  await cniDoor.open(signal);
 
   return {
     metrics,
@@ -393,10 +423,8 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     configurator,
     handlers,
     servers,
-    cniServer,
-    stopCniQueue: () => {
-      clearInterval(replayTimer);
-    },
+    cniServer: cniDoor.server,
+    stopCniQueue: cniDoor.stopQueue,
     releaseDataDir: () => {
       dataDirLock.release();
     },

@@ -50,6 +50,3 @@ export const CNI_QUEUE_SUBDIR = 'cni-queue';
 
 /** How often the agent looks for DELs queued after its start's replay. */
 export const CNI_QUEUE_REPLAY_INTERVAL_MS = 5000;
-
-/** The largest request the CNI server reads: a conflist with a prevResult is a few KiB. */
-export const CNI_MAX_BODY_BYTES = 1024 * 1024;

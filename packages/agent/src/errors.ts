@@ -13,6 +13,8 @@ export { messageOf, show } from '@allocnet/base';
  *   .proto field names (`ports[1].value`);
  * - `not-found`: a request names an allocation the agent does not know;
  * - `socket-in-use`: another process answers on the unix socket;
+ * - `data-dir-in-use`: another agent holds the data dir's lock (`<dataDir>/agent.lock`); the
+ *   message names its pid and sockets when it wrote them;
  * - `listen-failed`: a listener (unix socket, TCP, metrics) could not be opened;
  * - `start-failed`: the runner, the configurator or the state store could not be opened;
  * - `dev-failed`: `--dev` could not make or remove its sandbox;
@@ -106,4 +108,10 @@ export function invalidRequest(
     path,
     problem,
   });
+}
+
+/** Throws `aborted` once the start's signal has aborted. */
+export function checkNotAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true)
+    throw new AgentError('the agent was stopped while it was starting', { code: 'aborted' });
 }

@@ -36,10 +36,45 @@ export interface AgentMetricsOptions {
 const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const PLUGIN_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
-  const registry = new Registry();
-  const registers = [registry];
+type Registers = Registry[];
 
+/**
+ * A counter that mirrors a running total kept elsewhere (the runner's `stats()`): a scrape adds
+ * what was counted since the last one; before the runner exists it stays where it is.
+ */
+function mirroredCounter(
+  registers: Registers,
+  name: string,
+  help: string,
+  read: () => number | undefined,
+): void {
+  let counted = 0;
+  new Counter({
+    name,
+    help,
+    registers,
+    collect() {
+      const total = read() ?? counted;
+      if (total > counted) this.inc(total - counted);
+      counted = total;
+    },
+  });
+}
+
+/** A gauge set at each scrape from `read`. */
+function readGauge(registers: Registers, name: string, help: string, read: () => number): void {
+  new Gauge({
+    name,
+    help,
+    registers,
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+/** The scheduler's calls: setup and teardown durations, ADD retries, failed RPCs. */
+function callMetrics(registers: Registers): Pick<AgentMetrics, 'setup' | 'teardown' | 'failure'> {
   const setupDuration = new Histogram({
     name: 'allocnet_setup_duration_seconds',
     help: 'SetupAllocNetwork calls, from request to answer (retries and first-setup waits included), by outcome',
@@ -65,115 +100,100 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     labelNames: ['op', 'code'] as const,
     registers,
   });
+  return {
+    setup(seconds, outcome, n) {
+      setupDuration.observe({ outcome }, seconds);
+      if (n > 0) retries.inc(n);
+    },
+    teardown(seconds, outcome) {
+      teardownDuration.observe({ outcome }, seconds);
+    },
+    failure(op, code) {
+      failures.inc({ op, code });
+    },
+  };
+}
 
-  // Leaks are counted in one place, the runner (its reconciler and the operators' ListLeaks and
-  // ReapLeaks): a scrape adds what it counted since the last one.
-  let countedFound = 0;
-  let countedReaped = 0;
-  new Counter({
-    name: 'allocnet_leaks_found_total',
-    help: 'Leaked allocations (host state tagged with an allocation the agent does not know) found by the reconciler, ListLeaks and ReapLeaks',
+/**
+ * The runner's counts, read at each scrape. Leaks are counted in one place, the runner (its
+ * reconciler and the operators' ListLeaks and ReapLeaks).
+ */
+function runnerMetrics(registers: Registers, stats: () => RunnerStats | undefined): void {
+  mirroredCounter(
     registers,
-    collect() {
-      const found = options.stats()?.leaksFound ?? countedFound;
-      if (found > countedFound) this.inc(found - countedFound);
-      countedFound = found;
-    },
-  });
-  new Counter({
-    name: 'allocnet_leaks_reaped_total',
-    help: 'Leaked allocations whose state was removed by the reconciler or ReapLeaks',
+    'allocnet_leaks_found_total',
+    'Leaked allocations (host state tagged with an allocation the agent does not know) found by the reconciler, ListLeaks and ReapLeaks',
+    () => stats()?.leaksFound,
+  );
+  mirroredCounter(
     registers,
-    collect() {
-      const reaped = options.stats()?.leaksReaped ?? countedReaped;
-      if (reaped > countedReaped) this.inc(reaped - countedReaped);
-      countedReaped = reaped;
-    },
-  });
-  let countedNetnsFound = 0;
-  let countedNetnsReaped = 0;
-  new Counter({
-    name: 'allocnet_stray_namespaces_found_total',
-    help: "Namespaces named like the agent's allocations' that no allocation has, found by the reconciler, ListLeaks and ReapLeaks",
+    'allocnet_leaks_reaped_total',
+    'Leaked allocations whose state was removed by the reconciler or ReapLeaks',
+    () => stats()?.leaksReaped,
+  );
+  mirroredCounter(
     registers,
-    collect() {
-      const found = options.stats()?.orphanNamespacesFound ?? countedNetnsFound;
-      if (found > countedNetnsFound) this.inc(found - countedNetnsFound);
-      countedNetnsFound = found;
-    },
-  });
-  new Counter({
-    name: 'allocnet_stray_namespaces_reaped_total',
-    help: 'Stray namespaces removed by the reconciler (reap mode) or ReapLeaks',
+    'allocnet_stray_namespaces_found_total',
+    "Namespaces named like the agent's allocations' that no allocation has, found by the reconciler, ListLeaks and ReapLeaks",
+    () => stats()?.orphanNamespacesFound,
+  );
+  mirroredCounter(
     registers,
-    collect() {
-      const reaped = options.stats()?.orphanNamespacesReaped ?? countedNetnsReaped;
-      if (reaped > countedNetnsReaped) this.inc(reaped - countedNetnsReaped);
-      countedNetnsReaped = reaped;
-    },
-  });
-  new Gauge({
-    name: 'allocnet_leaked_allocations',
-    help: 'Leaked allocations the last reconcile pass left on the node (report mode: all it found; reap mode: those it could not remove)',
+    'allocnet_stray_namespaces_reaped_total',
+    'Stray namespaces removed by the reconciler (reap mode) or ReapLeaks',
+    () => stats()?.orphanNamespacesReaped,
+  );
+  readGauge(
     registers,
-    collect() {
-      this.set(options.stats()?.leakedLeft ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'allocnet_stray_namespaces',
-    help: 'Stray namespaces the last reconcile pass left on the node (report mode: all it found; reap mode: those it could not remove)',
+    'allocnet_leaked_allocations',
+    'Leaked allocations the last reconcile pass left on the node (report mode: all it found; reap mode: those it could not remove)',
+    () => stats()?.leakedLeft ?? 0,
+  );
+  readGauge(
     registers,
-    collect() {
-      this.set(options.stats()?.strayNamespacesLeft ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'allocnet_live_allocations',
-    help: 'Allocation networks set up and ready now',
+    'allocnet_stray_namespaces',
+    'Stray namespaces the last reconcile pass left on the node (report mode: all it found; reap mode: those it could not remove)',
+    () => stats()?.strayNamespacesLeft ?? 0,
+  );
+  readGauge(
     registers,
-    collect() {
-      this.set(options.stats()?.live ?? 0);
-    },
-  });
+    'allocnet_live_allocations',
+    'Allocation networks set up and ready now',
+    () => stats()?.live ?? 0,
+  );
   new Gauge({
     name: 'allocnet_allocations',
     help: 'Allocation records by phase now (failed: restore could not keep them; a teardown clears them)',
     labelNames: ['phase'] as const,
     registers,
     collect() {
-      const stats = options.stats();
+      const now = stats();
       for (const phase of ['setting-up', 'ready', 'tearing-down', 'failed'] as const)
-        this.set({ phase }, stats?.allocations[phase] ?? 0);
+        this.set({ phase }, now?.allocations[phase] ?? 0);
     },
   });
-  new Gauge({
-    name: 'allocnet_restoring_allocations',
-    help: 'Allocations the restore after the start has not settled yet (the agent serves meanwhile; an operation on one of them waits for it)',
+  readGauge(
     registers,
-    collect() {
-      this.set(options.stats()?.restoring ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'allocnet_store_writable',
-    help: 'Whether the state store can be written now: 0 once a write found the data dir full, 1 again once a write (or the retry probe) succeeds',
+    'allocnet_restoring_allocations',
+    'Allocations the restore after the start has not settled yet (the agent serves meanwhile; an operation on one of them waits for it)',
+    () => stats()?.restoring ?? 0,
+  );
+  readGauge(
     registers,
-    collect() {
-      this.set(options.stats()?.store.writable === false ? 0 : 1);
-    },
-  });
-  let countedWriteFailures = 0;
-  new Counter({
-    name: 'allocnet_store_write_failures_total',
-    help: 'State store writes that failed because the data dir was full or over quota (the call failed with RESOURCE_EXHAUSTED, nothing changed)',
+    'allocnet_store_writable',
+    'Whether the state store can be written now: 0 once a write found the data dir full, 1 again once a write (or the retry probe) succeeds',
+    () => (stats()?.store.writable === false ? 0 : 1),
+  );
+  mirroredCounter(
     registers,
-    collect() {
-      const failed = options.stats()?.store.writeFailures ?? countedWriteFailures;
-      if (failed > countedWriteFailures) this.inc(failed - countedWriteFailures);
-      countedWriteFailures = failed;
-    },
-  });
+    'allocnet_store_write_failures_total',
+    'State store writes that failed because the data dir was full or over quota (the call failed with RESOURCE_EXHAUSTED, nothing changed)',
+    () => stats()?.store.writeFailures,
+  );
+}
+
+/** Plugin processes, timed by `timedPluginExec`. */
+function pluginMetrics(registers: Registers): Pick<AgentMetrics, 'pluginExec'> {
   const pluginExec = new Histogram({
     name: 'allocnet_plugin_exec_duration_seconds',
     help: 'CNI plugin processes, from their stdin to their exit, by plugin type and CNI command',
@@ -181,6 +201,18 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     buckets: PLUGIN_BUCKETS,
     registers,
   });
+  return {
+    pluginExec(plugin, verb, seconds) {
+      pluginExec.observe({ plugin, verb }, seconds);
+    },
+  };
+}
+
+/** Records by who asked for them: gRPC, or a CNI runtime through the CNI door. */
+function originMetrics(
+  registers: Registers,
+  origins: (() => Readonly<Record<string, number>>) | undefined,
+): void {
   new Gauge({
     name: 'allocnet_allocations_by_origin',
     help: 'Allocation records now by who asked for them: grpc, or the CNI runtime (nomad, kubernetes, podman, cni)',
@@ -188,9 +220,15 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     registers,
     collect() {
       this.reset();
-      for (const [origin, n] of Object.entries(options.origins?.() ?? {})) this.set({ origin }, n);
+      for (const [origin, n] of Object.entries(origins?.() ?? {})) this.set({ origin }, n);
     },
   });
+}
+
+/** The CNI door: its calls, and the replay of allocnet-cni's DEL queue. */
+function cniMetrics(
+  registers: Registers,
+): Pick<AgentMetrics, 'cniCall' | 'cniQueueReplay' | 'cniQueuePending'> {
   const cniCalls = new Histogram({
     name: 'allocnet_cni_call_duration_seconds',
     help: 'CNI server calls from allocnet-cni, from request to answer, by CNI command and CNI error code (0: success)',
@@ -209,6 +247,31 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
     help: 'DELs left in allocnet-cni’s queue after the last replay (each failed and is tried again at the next)',
     registers,
   });
+  return {
+    cniCall(command, code, seconds) {
+      cniCalls.observe({ command, code: String(code) }, seconds);
+    },
+    cniQueueReplay(outcome) {
+      cniReplays.inc({ outcome });
+    },
+    cniQueuePending(n) {
+      cniPending.set(n);
+    },
+  };
+}
+
+/**
+ * The agent's metrics in a registry of its own, by family: the calls, the runner's counts, the
+ * plugin processes, the origins, the CNI door, the version, and Node's process metrics.
+ */
+export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const calls = callMetrics(registers);
+  runnerMetrics(registers, options.stats);
+  const plugins = pluginMetrics(registers);
+  originMetrics(registers, options.origins);
+  const cni = cniMetrics(registers);
   new Gauge({
     name: 'allocnet_agent_info',
     help: 'Always 1; the agent version as a label',
@@ -217,32 +280,7 @@ export function createAgentMetrics(options: AgentMetricsOptions): AgentMetrics {
   }).set({ version: options.version }, 1);
   if (options.processMetrics ?? true)
     collectDefaultMetrics({ register: registry, prefix: 'allocnet_' });
-
-  return {
-    registry,
-    setup(seconds, outcome, n) {
-      setupDuration.observe({ outcome }, seconds);
-      if (n > 0) retries.inc(n);
-    },
-    cniCall(command, code, seconds) {
-      cniCalls.observe({ command, code: String(code) }, seconds);
-    },
-    cniQueuePending(n) {
-      cniPending.set(n);
-    },
-    cniQueueReplay(outcome) {
-      cniReplays.inc({ outcome });
-    },
-    teardown(seconds, outcome) {
-      teardownDuration.observe({ outcome }, seconds);
-    },
-    failure(op, code) {
-      failures.inc({ op, code });
-    },
-    pluginExec(plugin, verb, seconds) {
-      pluginExec.observe({ plugin, verb }, seconds);
-    },
-  };
+  return { registry, ...calls, ...plugins, ...cni };
 }
 
 /**

@@ -1,5 +1,6 @@
 // The notify protocol against a real unix datagram socket: what systemd reads for Type=notify.
 import { join } from 'node:path';
+import { setTimeout } from 'node:timers/promises';
 import { tempDir } from '@allocnet/cni/testing';
 import { createAgentLogger } from './logging.js';
 import {
@@ -93,7 +94,7 @@ describe('serviceManager', () => {
     await listener.waitFor((m) => m === 'STATUS=serving; 3 allocation network(s) ready', 2000);
     // Done: no more updates.
     const seen = listener.messages.length;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await setTimeout(50);
     await listener.waitFor(() => true, 100);
     expect(listener.messages.length).toBe(seen);
     stop();

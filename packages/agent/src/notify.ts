@@ -6,8 +6,9 @@
 // systemd takes a message only from the unit's main PID by default (NotifyAccess=main), and
 // `systemd-notify`, a child, is rejected, or lost when it exits before systemd looks it up.
 // Node has no unix datagram socket of its own.
-import { messageOf } from './errors.js';
+import { setTimeout } from 'node:timers/promises';
 import { bindLibc } from '@allocnet/libc';
+import { messageOf } from './errors.js';
 import type { AgentLogger } from './logging.js';
 
 const AF_UNIX = 1;
@@ -227,7 +228,7 @@ export function listenForNotifications(path: string, pollMs = 10): NotifyListene
           throw new Error(
             `no message on ${path} matched within ${timeoutMs} ms; got ${JSON.stringify(messages)}`,
           );
-        await new Promise((resolve) => setTimeout(resolve, pollMs));
+        await setTimeout(pollMs);
       }
     },
     close() {

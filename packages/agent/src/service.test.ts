@@ -28,7 +28,6 @@ import type {
   ReapLeaksProgress__Output,
   SetupAllocNetworkRequest,
 } from '@allocnet/proto';
-import { createReapGate } from './gate.js';
 import type { AgentLogger } from './logging.js';
 import { tolerantService } from './call.js';
 import { createAgentMetrics } from './metrics.js';
@@ -105,7 +104,6 @@ beforeEach(async () => {
     runtime: fakeRuntime(tmp.path),
     metrics,
     logger,
-    gate: createReapGate(),
     ignoreHostIps: false,
     limits: { maxPorts: 128, maxCniArgs: 64 },
     info: {
@@ -434,7 +432,7 @@ describe('AllocNetworkService', () => {
       'a relative netns_path',
       { netnsPath: 'proc/1/ns/net' },
       'netns_path',
-      'netns_path "proc/1/ns/net" is not an absolute, normalized path',
+      'netns_path "proc/1/ns/net" is not an absolute path',
     ],
     [
       'a netns_path that is no namespace',
@@ -686,24 +684,34 @@ describe('OperatorService', () => {
     expect(configurator.callsOf('reapLeaks')).toEqual([]);
   });
 
-  it('holds setups while a reap runs, and the reap waits for setups in flight', async () => {
-    const hold = createDeferred();
+  it("spares a setup in flight from a reap, and holds a new one until the reap is done (the runner's guard)", async () => {
+    const holdSetup = createDeferred();
+    configurator.before = (call) => (call.method === 'setup' ? holdSetup.promise : undefined);
+    const first = unary(alloc, 'SetupAllocNetwork', setupRequest());
+    await waitFor(() => configurator.callsOf('setup')[0]);
+    // The reap does not wait for the setup in flight: it counts it as known.
+    await readStream(operator.ReapLeaks({}));
+    expect(configurator.callsOf('reapLeaks')[0]?.known).toEqual([ID]);
+    holdSetup.resolve();
+    await first;
+
+    const holdReap = createDeferred();
     const order: string[] = [];
     configurator.before = (call) => {
       order.push(call.method);
-      return call.method === 'setup' ? hold.promise : undefined;
+      return call.method === 'reapLeaks' ? holdReap.promise : undefined;
     };
-    const setup = unary(alloc, 'SetupAllocNetwork', setupRequest());
-    await waitFor(() => configurator.callsOf('setup')[0]);
     const reap = readStream(operator.ReapLeaks({}));
-    // Both calls are in the server: the reap waits at the gate, not in the configurator.
+    await waitFor(() => configurator.callsOf('reapLeaks')[1]);
+    const other = unary(alloc, 'SetupAllocNetwork', setupRequest({ allocId: 'other-1' }));
+    // Both calls are in the server: the new setup waits in the runner, not in the configurator.
     await waitFor(() => (inFlight() === 2 ? true : undefined));
-    expect(order).toEqual(['setup']);
+    expect(order).toEqual(['reapLeaks']);
     order.push('released');
-    hold.resolve();
-    await setup;
+    holdReap.resolve();
     await reap;
-    expect(order).toEqual(['setup', 'released', 'reapLeaks']);
+    await other;
+    expect(order).toEqual(['reapLeaks', 'released', 'setup']);
   });
 
   it('cleans up by force, and dry runs leave the state', async () => {

@@ -6,8 +6,9 @@ import type { FieldPath } from '@allocnet/base';
 import { ConfiguratorError, invalidField } from '@allocnet/cni-configurator';
 import { IptablesError } from '@allocnet/iptables-node';
 import { AgentError, invalidRequest } from './errors.js';
-import { grpcFailure, protoField, statusName, statusOf } from './status.js';
-import type { AbortCause } from './status.js';
+import { statusOfKind } from '@allocnet/proto';
+import type { AbortCause } from '@allocnet/proto';
+import { grpcFailure, protoField, statusName } from './status.js';
 
 const bridgeFailed = new CniError(
   'plugin "bridge" failed (ADD) for "a1": failed to set bridge addr: could not add IP address',
@@ -336,7 +337,7 @@ describe('protoField', () => {
 
 describe('the kind table', () => {
   it('maps every kind to its gRPC status, an abort by its cause', () => {
-    const table = ERROR_KINDS.map((kind) => [kind, statusName(statusOf(kind, undefined))]);
+    const table = ERROR_KINDS.map((kind) => [kind, statusName(statusOfKind(kind, undefined))]);
     expect(table).toEqual([
       ['invalid', 'INVALID_ARGUMENT'],
       ['not-found', 'NOT_FOUND'],
@@ -349,16 +350,16 @@ describe('the kind table', () => {
     ]);
     expect(
       (['deadline', 'cancelled', 'shutdown'] as const).map((cause) =>
-        statusName(statusOf('aborted', cause)),
+        statusName(statusOfKind('aborted', cause)),
       ),
     ).toEqual(['DEADLINE_EXCEEDED', 'CANCELLED', 'UNAVAILABLE']);
-    expect(statusName(statusOf(undefined, undefined))).toBe('INTERNAL');
+    expect(statusName(statusOfKind(undefined, undefined))).toBe('INTERNAL');
   });
 
   it('answers every kind of every package by its kind alone, whatever the message says', () => {
     for (const kind of ERROR_KINDS) {
       const error = Object.assign(new Error('plugin-not-found unavailable aborted'), { kind });
-      expect(grpcFailure(error, 'deadline').code).toBe(statusOf(kind, 'deadline'));
+      expect(grpcFailure(error, 'deadline').code).toBe(statusOfKind(kind, 'deadline'));
     }
   });
 });

@@ -1,17 +1,19 @@
 // Errors as gRPC statuses, by one table: every allocnet error carries a `kind` (@allocnet/base),
-// decided by the layer that knew; here a kind becomes a status code (an abort by its cause), and
-// a field path becomes the .proto's spelling of it. Nothing here reads a message's text.
+// decided by the layer that knew; its status comes from @allocnet/proto's table (`statusOfKind`:
+// `KIND_STATUS`, an abort by its cause in `ABORT_STATUS`), and a field path becomes the .proto's
+// spelling of it here. Nothing here reads a message's text.
 import * as grpc from '@grpc/grpc-js';
 import { invalidInputOf, kindOf, messageIn, renderProblem } from '@allocnet/base';
-import type { ErrorKind, FieldPath } from '@allocnet/base';
+import type { FieldPath } from '@allocnet/base';
 import { isRunnerError } from '@allocnet/alloc-runner';
 import { isCniError } from '@allocnet/cni';
 import type { CniError } from '@allocnet/cni';
 import { isConfiguratorError } from '@allocnet/cni-configurator';
+import { statusOfKind } from '@allocnet/proto';
+import type { AbortCause } from '@allocnet/proto';
 import { isAgentError } from './errors.js';
 
-/** Why a call's signal aborted: its deadline passed, the client cancelled, or the agent stopped. */
-export type AbortCause = 'deadline' | 'cancelled' | 'shutdown';
+export type { AbortCause } from '@allocnet/proto';
 
 export interface GrpcFailure {
   readonly code: grpc.status;
@@ -22,34 +24,6 @@ export interface GrpcFailure {
    * plugin and its CNI error code), `allocnet-attempts` (ADD attempts made).
    */
   readonly metadata: Readonly<Record<string, string>>;
-}
-
-/** The one mapping of kinds to gRPC statuses; `aborted` is decided by the abort's cause. */
-export const KIND_STATUS: Readonly<Record<Exclude<ErrorKind, 'aborted'>, grpc.status>> = {
-  invalid: grpc.status.INVALID_ARGUMENT,
-  'not-found': grpc.status.NOT_FOUND,
-  conflict: grpc.status.FAILED_PRECONDITION,
-  unavailable: grpc.status.UNAVAILABLE,
-  // A CHECK that found the network broken failed: the allocation needs a new setup.
-  broken: grpc.status.INTERNAL,
-  exhausted: grpc.status.RESOURCE_EXHAUSTED,
-  internal: grpc.status.INTERNAL,
-};
-
-/** An abort's status by its cause: the deadline, the client, or the agent shutting down. */
-export const ABORT_STATUS: Readonly<Record<AbortCause, grpc.status>> = {
-  deadline: grpc.status.DEADLINE_EXCEEDED,
-  cancelled: grpc.status.CANCELLED,
-  shutdown: grpc.status.UNAVAILABLE,
-};
-
-/** The status for a kind (an error without one is `internal`). */
-export function statusOf(
-  kind: ErrorKind | undefined,
-  abortCause: AbortCause | undefined,
-): grpc.status {
-  if (kind === 'aborted') return ABORT_STATUS[abortCause ?? 'cancelled'];
-  return KIND_STATUS[kind ?? 'internal'];
 }
 
 /** The request field names of the .proto for the names the libraries use (camelCase). */
@@ -141,7 +115,7 @@ function invalidCode(chain: readonly unknown[]): string {
  */
 export function grpcFailure(error: unknown, abortCause: AbortCause | undefined): GrpcFailure {
   const kind = kindOf(error);
-  const code = statusOf(kind, abortCause);
+  const code = statusOfKind(kind, abortCause);
   const chain = causes(error);
   const input = invalidInputOf(error);
   if (input !== undefined) {

@@ -1,1 +1,3 @@
 export { bindLibc, loadKoffiLibc } from './bind.js';
+export { lockExclusive, readHolder, tryLockExclusive, writeHolder } from './flock.js';
+export type { HeldLock } from './flock.js';

@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from '@allocnet/cni/testing';
-import type { CniHandler } from './cni-handler.js';
-import type { CniCall } from './cni-request.js';
-import { replayCniQueue } from './cni-queue.js';
-import { silentAgentLogger } from './logging.js';
+import type { CniHandler } from './handler.js';
+import { repeatCniQueueReplay, replayCniQueue } from './queue.js';
+import type { ReplayReport } from './queue.js';
+import type { CniCall } from './request.js';
+import { createRecordingLogger } from './testing/index.js';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 const handled: CniCall[] = [];
@@ -32,7 +33,7 @@ function queued(containerId: string, command = 'DEL') {
 const options = () => ({
   dir: tmp.path,
   handler,
-  logger: silentAgentLogger,
+  logger: createRecordingLogger(),
   onReplay: (o: string) => outcomes.push(o),
 });
 
@@ -69,12 +70,15 @@ describe('replayCniQueue', () => {
   it('waits for a plugin that holds the shared lock while it writes', async () => {
     await writeFile(join(tmp.path, 'a.del'), queued('c1'));
     await writeFile(join(tmp.path, '.lock'), '');
-    // What allocnet-cni does while it writes a queue file: flock(LOCK_SH) on .lock.
-    const holder = spawn('flock', ['--shared', join(tmp.path, '.lock'), 'sleep', '0.4'], {
-      stdio: 'ignore',
-    });
+    // What allocnet-cni does while it writes a queue file: flock(LOCK_SH) on .lock; it says
+    // when it holds it.
+    const holder = spawn(
+      'flock',
+      ['--shared', join(tmp.path, '.lock'), 'sh', '-c', 'echo held; sleep 0.4'],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     const exited = new Promise((r) => holder.once('exit', r));
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => holder.stdout.once('data', r));
     const began = Date.now();
     const report = await replayCniQueue(options());
     expect(Date.now() - began).toBeGreaterThanOrEqual(200);
@@ -89,5 +93,16 @@ describe('replayCniQueue', () => {
       dropped: 0,
     });
     expect(handled).toHaveLength(0);
+  });
+
+  it('replays again at an interval, reporting each replay, until stopped', async () => {
+    await writeFile(join(tmp.path, 'a.del'), queued('c1'));
+    let repeat: { stop(): void } | undefined;
+    const first = new Promise<ReplayReport>((resolve) => {
+      repeat = repeatCniQueueReplay({ ...options(), intervalMs: 5, onReport: resolve });
+    });
+    expect(await first).toEqual({ replayed: 1, failed: 0, dropped: 0 });
+    repeat?.stop();
+    expect(handled.map((c) => c.containerId)).toEqual(['c1']);
   });
 });

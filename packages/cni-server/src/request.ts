@@ -1,14 +1,14 @@
 // A CNI server request (`POST /v1/cni`, docs/cni-plugin.md) decoded once, at the edge: the
 // `env` allocnet-cni forwards (CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS,
 // CNI_PATH) and the plugin's `config` (its stdin). Every field goes through io-ts; a bad one is a
-// `CniFault` naming it, with the spec's code: 7 for the environment, 4 for the configuration, 1
-// for a cniVersion allocnet cannot answer in. Then the call becomes the runner's spec: the
-// attachment's allocation id (the container id, or a hash of it and the ifname), the identity
-// from CNI_ARGS, and the runtime's port mappings.
+// `CniFault` naming it (answer.ts gives it the spec's code: 7 for the environment, 4 for the
+// configuration, 1 for a cniVersion allocnet cannot answer in). Then the call becomes the
+// runner's spec: the attachment's allocation id (the container id, or a hash of it and the
+// ifname), the identity from CNI_ARGS, and the runtime's port mappings.
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as t from 'io-ts';
-import { formatPath } from '@allocnet/base';
+import { show } from '@allocnet/base';
 import type { FieldPath } from '@allocnet/base';
 import type { CniOrigin, RunnerSpec } from '@allocnet/alloc-runner';
 import {
@@ -21,30 +21,11 @@ import {
   problem,
 } from '@allocnet/cni';
 import { MAX_ALLOC_ID_LENGTH, RESERVED_ARG_KEYS } from '@allocnet/cni-configurator';
-import { show } from './errors.js';
+import { absolutePathProblem } from '@allocnet/netns';
+import { badField } from './errors.js';
 
 /** The verbs the server takes (VERSION too, though allocnet-cni answers it itself). */
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
-
-/** A CNI error the server answers with: the spec's code, a message naming the field. */
-export class CniFault extends Error {
-  readonly cniCode: number;
-  readonly path: FieldPath | undefined;
-  readonly details: string | undefined;
-  constructor(cniCode: number, message: string, options: { path?: FieldPath; details?: string }) {
-    super(message);
-    this.name = 'CniFault';
-    this.cniCode = cniCode;
-    this.path = options.path;
-    this.details = options.details;
-  }
-}
-
-/** Bad input at `path` (`env.CNI_IFNAME`, `config.runtimeConfig.portMappings[1].hostPort`). */
-export function badField(path: FieldPath, what: string, code?: number): CniFault {
-  const cniCode = code ?? (path[0] === 'env' ? 7 : 4);
-  return new CniFault(cniCode, `${formatPath(path)} ${what}`, { path });
-}
 
 /** One of the runtime's port mappings, as allocnet maps it. */
 export interface CniPortMapping {
@@ -261,8 +242,8 @@ function checkNetns(value: string | undefined, required: boolean): string {
     if (required) throw badField(at, 'is missing or empty');
     return '';
   }
-  if (!value.startsWith('/') || value.includes('\0') || value.split('/').includes('..'))
-    throw badField(at, `${show(value)} is not a clean absolute path`);
+  const why = absolutePathProblem(value);
+  if (why !== undefined) throw badField(at, `${show(value)} ${why}`);
   return value;
 }
 
@@ -277,7 +258,7 @@ function argsOf(text: string | undefined): [string, string][] {
 }
 
 /**
- * Decodes a request body (already parsed JSON). Throws `CniFault` naming the first bad field;
+ * Decodes a request body (already parsed JSON). Throws a `CniFault` naming the first bad field;
  * what a verb needs and did not get is a fault too (ADD without CNI_NETNS).
  */
 export function decodeCniRequest(body: unknown): CniCall {
@@ -290,7 +271,7 @@ export function decodeCniRequest(body: unknown): CniCall {
     throw badField(
       ['config', 'cniVersion'],
       `${show(config.cniVersion)} is not a version allocnet answers in (${RESULT_VERSIONS.join(', ')})`,
-      1,
+      'incompatible-version',
     );
   const command = env.CNI_COMMAND;
   const perAttachment = command === 'ADD' || command === 'DEL' || command === 'CHECK';

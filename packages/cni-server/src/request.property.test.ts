@@ -7,9 +7,10 @@ import { decodeSpec } from '@allocnet/alloc-runner';
 import { RESULT_VERSIONS } from '@allocnet/cni';
 import { formatPath } from '@allocnet/base';
 import { mutateAt, propertyParameters, valueAt } from '@allocnet/cni/testing';
-import { faultOf } from './cni-handler.js';
-import { CniFault, decodeCniRequest, specOfAdd } from './cni-request.js';
-import type { CniCall } from './cni-request.js';
+import { answerCode, faultOf } from './answer.js';
+import { CniFault } from './errors.js';
+import { decodeCniRequest, specOfAdd } from './request.js';
+import type { CniCall } from './request.js';
 
 const SEED = 16_2010;
 
@@ -92,8 +93,9 @@ function checkFault(fault: CniFault, body: unknown): void {
     expect(path).toEqual(['body']);
     return;
   }
-  expect([1, 4, 7]).toContain(fault.cniCode);
-  if (fault.cniCode === 7) expect(path[0] === 'env' || path[0] === 'body').toBe(true);
+  const { code } = answerCode(fault);
+  expect([1, 4, 7]).toContain(code);
+  if (code === 7) expect(path[0] === 'env' || path[0] === 'body').toBe(true);
   if (!valueAt(body, path).found) {
     expect(valueAt(body, path.slice(0, -1)).found).toBe(true);
     // "got nothing": the message of a missing GC attachment field (see the report of issue 16).
@@ -142,11 +144,20 @@ describe('CNI request examples the properties found', () => {
   const config = { cniVersion: '1.0.0', name: 'allocnet', type: 'allocnet-cni' };
 
   it.each([5, null, [], 'ADD'])('names the body when it is %j, not an object', (body) => {
-    expect(() => decodeCniRequest(body)).toThrow(
-      new CniFault(4, `body should be an object with env and config, got ${JSON.stringify(body)}`, {
-        path: ['body'],
-      }),
-    );
+    let fault: unknown;
+    try {
+      decodeCniRequest(body);
+    } catch (error) {
+      fault = error;
+    }
+    expect(fault).toBeInstanceOf(CniFault);
+    expect(fault).toMatchObject({
+      code: 'invalid-request',
+      kind: 'invalid',
+      path: ['body'],
+      message: `body should be an object with env and config, got ${JSON.stringify(body)}`,
+    });
+    expect(answerCode(fault as CniFault).code).toBe(4);
   });
 
   it('names env when it is a list nested 10,000 deep (a 20 kB body)', () => {
@@ -158,6 +169,7 @@ describe('CNI request examples the properties found', () => {
       fault = error;
     }
     expect(fault).toBeInstanceOf(CniFault);
-    expect(fault).toMatchObject({ cniCode: 7, path: ['env'] });
+    expect(fault).toMatchObject({ code: 'invalid-request', path: ['env'] });
+    expect(answerCode(fault as CniFault).code).toBe(7);
   });
 });

@@ -1,8 +1,9 @@
-// flock(2), which Node does not have, through koffi (already loaded by @allocnet/spawn for
-// posix_spawn): the data dir's lock, held for the agent's life so that a second agent cannot
-// open the same state (issue 16), and the exclusive lock of allocnet-cni's DEL queue.
+// flock(2), which Node does not have: the agent's data-dir lock, held for the agent's life so
+// that a second agent cannot open the same state (issue 16), and the exclusive lock of
+// allocnet-cni's DEL queue (@allocnet/cni-server), which the Go plugin takes shared.
 import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { bindLibc } from '@allocnet/libc';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { bindLibc } from './bind.js';
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
@@ -51,7 +52,7 @@ export async function lockExclusive(path: string, timeoutMs: number): Promise<He
     const held = tryLockExclusive(path);
     if (held !== undefined) return held;
     if (Date.now() > deadline) throw new Error(`the lock ${path} stayed held for ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
 }
 
@@ -66,6 +67,7 @@ export function readHolder(path: string): string {
   try {
     return readFileSync(path, 'utf8').trim();
   } catch {
+    // Missing or unreadable: the caller's message says the lock is held, by someone unknown.
     return '';
   }
 }

@@ -1,20 +1,38 @@
 import { request } from 'node:http';
-import { stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tempDir } from '@allocnet/cni/testing';
 import { RunnerError } from '@allocnet/alloc-runner';
-import type { CniAnswer, CniHandler } from './cni-handler.js';
-import type { CniCall } from './cni-request.js';
-import { startCniServer } from './cni-server.js';
-import type { CniServer } from './cni-server.js';
-import { silentAgentLogger } from './logging.js';
-import { createOpenedParts } from './parts.js';
+import type { CniAnswer } from './answer.js';
+import type { CniHandler } from './handler.js';
+import type { CniCall } from './request.js';
+import type { OpenedParts, SocketBinder } from './seams.js';
+import { startCniServer } from './server.js';
+import type { CniServer } from './server.js';
+import { createRecordingLogger } from './testing/index.js';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let server: CniServer | undefined;
 const calls: CniCall[] = [];
 let answer: (call: CniCall, signal: AbortSignal) => Promise<CniAnswer>;
 const counted: [string, number][] = [];
+const opened: string[] = [];
+const bound: string[] = [];
+
+/** The composition's binder, reduced to what the server relies on: listen at the path. */
+const bind: SocketBinder = async (path, listen) => {
+  await mkdir(dirname(path), { recursive: true });
+  await listen(path);
+  bound.push(path);
+  return { path, release: () => rm(path, { force: true }) };
+};
+
+const parts: OpenedParts = {
+  push(what) {
+    opened.push(what);
+  },
+};
 
 const handler: CniHandler = {
   handle(call, signal) {
@@ -30,9 +48,10 @@ function socketPath() {
 async function start(maxBodyBytes?: number): Promise<CniServer> {
   server = await startCniServer({
     socketPath: socketPath(),
+    bind,
     handler,
-    logger: silentAgentLogger,
-    opened: createOpenedParts(),
+    logger: createRecordingLogger(),
+    opened: parts,
     onCall: (command, code) => counted.push([command, code]),
     ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
   });
@@ -77,6 +96,8 @@ beforeEach(async () => {
   tmp = await tempDir('allocnet-cni-server-');
   calls.length = 0;
   counted.length = 0;
+  opened.length = 0;
+  bound.length = 0;
   answer = () => Promise.resolve({ status: 200, body: { cniVersion: '0.4.0', ips: [] } });
 });
 
@@ -87,10 +108,10 @@ afterEach(async () => {
 });
 
 describe('the CNI server', () => {
-  it('listens on a 0600 socket in a 0700 directory, healthy at once and ready when told', async () => {
+  it('listens on the socket its binder bound, healthy at once and ready when told', async () => {
     const s = await start();
-    expect((await stat(socketPath())).mode & 0o777).toBe(0o600);
-    expect((await stat(dirname(socketPath()))).mode & 0o777).toBe(0o700);
+    expect(bound).toEqual([socketPath()]);
+    expect(opened).toEqual(['cni listener', 'cni socket file']);
     expect((await http('GET', '/healthz')).status).toBe(200);
     expect(await http('GET', '/readyz')).toEqual({ status: 503, json: { ready: false } });
     s.setReady(true);
@@ -100,9 +121,16 @@ describe('the CNI server', () => {
   it('answers 503 with code 11 (50 for STATUS) before it is ready, without calling the handler', async () => {
     await start();
     const refused = await http('POST', '/v1/cni', add());
-    expect(refused.status).toBe(503);
-    expect(refused.json).toMatchObject({ cniVersion: '0.4.0', code: 11 });
+    expect(refused).toEqual({
+      status: 503,
+      json: {
+        cniVersion: '0.4.0',
+        code: 11,
+        msg: 'the allocnet agent is not ready yet (restoring, or replaying queued DELs); try again later',
+      },
+    });
     const status = await http('POST', '/v1/cni', add({ CNI_COMMAND: 'STATUS' }));
+    expect(status.status).toBe(503);
     expect(status.json).toMatchObject({ code: 50 });
     expect(calls).toHaveLength(0);
   });
@@ -160,8 +188,18 @@ describe('the CNI server', () => {
 
   it('has no other routes', async () => {
     await start();
-    expect((await http('GET', '/v1/cni')).status).toBe(405);
-    expect((await http('GET', '/metrics')).status).toBe(404);
+    expect(await http('GET', '/v1/cni')).toEqual({
+      status: 405,
+      json: { cniVersion: '1.1.0', code: 999, msg: 'POST /v1/cni only' },
+    });
+    expect(await http('GET', '/metrics')).toEqual({
+      status: 404,
+      json: {
+        cniVersion: '1.1.0',
+        code: 999,
+        msg: 'no GET /metrics; the CNI server has POST /v1/cni, GET /healthz, GET /readyz',
+      },
+    });
   });
 
   it('on close, stops being ready and aborts a call still running after the timeout', async () => {
@@ -176,7 +214,7 @@ describe('the CNI server', () => {
         });
       });
     const pending = http('POST', '/v1/cni', add()).catch(() => undefined);
-    while (calls.length === 0) await new Promise((r) => setTimeout(r, 5));
+    while (calls.length === 0) await sleep(5);
     await s.close(50);
     server = undefined;
     await pending;

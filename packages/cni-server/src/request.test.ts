@@ -1,12 +1,13 @@
 import { decodeSpec } from '@allocnet/alloc-runner';
+import { answerCode } from './answer.js';
+import { CniFault } from './errors.js';
 import {
-  CniFault,
   attachmentAllocId,
   decodeCniRequest,
   requestFieldOf,
   runtimeOf,
   specOfAdd,
-} from './cni-request.js';
+} from './request.js';
 
 const CONTAINERD_ID = 'a'.repeat(64);
 
@@ -48,8 +49,24 @@ describe('decodeCniRequest', () => {
     ],
     ['bad container id', body({ CNI_CONTAINERID: '../x' }), 7, 'env.CNI_CONTAINERID "../x" has'],
     ['ADD without netns', body({ CNI_NETNS: '' }), 7, 'env.CNI_NETNS is missing or empty'],
-    ['relative netns', body({ CNI_NETNS: 'netns/x' }), 7, 'env.CNI_NETNS "netns/x" is not'],
-    ['netns with ..', body({ CNI_NETNS: '/run/../etc' }), 7, 'env.CNI_NETNS "/run/../etc"'],
+    [
+      'relative netns',
+      body({ CNI_NETNS: 'netns/x' }),
+      7,
+      'env.CNI_NETNS "netns/x" is not an absolute path',
+    ],
+    [
+      'netns with ..',
+      body({ CNI_NETNS: '/run/../etc' }),
+      7,
+      'env.CNI_NETNS "/run/../etc" is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters)',
+    ],
+    [
+      'netns with .',
+      body({ CNI_NETNS: '/run/./netns/x' }),
+      7,
+      'env.CNI_NETNS "/run/./netns/x" is not a clean absolute path (no "." or ".." segment, no NUL, under 4096 characters)',
+    ],
     ['ifname too long', body({ CNI_IFNAME: 'eth0123456789012' }), 7, 'env.CNI_IFNAME "eth0123'],
     ['ifname with a slash', body({ CNI_IFNAME: 'a/b' }), 7, 'env.CNI_IFNAME "a/b"'],
     ['args not K=V', body({ CNI_ARGS: 'IgnoreUnknown=1;junk' }), 7, 'env.CNI_ARGS part 2'],
@@ -103,7 +120,7 @@ describe('decodeCniRequest', () => {
     ],
   ])('refuses %s, naming the field', (_what, value, code, message) => {
     const f = fault(value);
-    expect(f.cniCode).toBe(code);
+    expect(answerCode(f).code).toBe(code);
     expect(f.message).toContain(message);
   });
 

@@ -1,16 +1,19 @@
 // The CNI server's verbs on the real runner (LMDB in a temp dir) over the recording configurator
-// and netns fakes: what the handler refuses before the runner records anything.
+// and netns fakes: what the handler refuses before the runner records anything, and what a GC
+// tears down and says it did.
 import { join } from 'node:path';
 import { createAllocRunner, noCrashPoints } from '@allocnet/alloc-runner';
 import type { AllocRunner } from '@allocnet/alloc-runner';
 import { createRecordingConfigurator, createRecordingNetns } from '@allocnet/alloc-runner/testing';
 import type { RecordingConfigurator, RecordingNetns } from '@allocnet/alloc-runner/testing';
 import { tempDir } from '@allocnet/cni/testing';
-import { createCniHandler, faultAnswer, faultOf } from './cni-handler.js';
-import type { CniAnswer, CniHandlerOptions } from './cni-handler.js';
-import { decodeCniRequest } from './cni-request.js';
-import { createReapGate } from './gate.js';
-import { silentAgentLogger } from './logging.js';
+import { DEFAULT_NETWORK_NAME } from '@allocnet/cni-configurator';
+import { faultAnswer, faultOf } from './answer.js';
+import type { CniAnswer } from './answer.js';
+import { createCniHandler } from './handler.js';
+import type { CniHandlerOptions } from './handler.js';
+import { decodeCniRequest } from './request.js';
+import { createRecordingLogger } from './testing/index.js';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let configurator: RecordingConfigurator;
@@ -64,15 +67,19 @@ function add(portMappings: readonly Record<string, unknown>[], args: string) {
 const mapping = (hostPort: number) => ({ HostPort: hostPort, ContainerPort: 80, Protocol: 'tcp' });
 const K8S = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0';
 
-/** Runs one request through the handler as cni-server.ts does: the answer, or the fault's. */
+const AGENT_LIMITS = { maxPorts: 128, maxCniArgs: 64 };
+let logger: ReturnType<typeof createRecordingLogger>;
+
+/** Runs one request through the handler as server.ts does: the answer, or the fault's. */
 async function answer(body: unknown, options: Partial<CniHandlerOptions> = {}): Promise<CniAnswer> {
+  logger = createRecordingLogger();
   const handler = createCniHandler({
     runner,
     catalog: () => configurator.catalog(),
     reload: () => configurator.reload(),
     ignoreHostIps: false,
-    logger: silentAgentLogger,
-    gate: createReapGate(),
+    limits: AGENT_LIMITS,
+    logger,
     ...options,
   });
   const call = decodeCniRequest(body);
@@ -81,6 +88,26 @@ async function answer(body: unknown, options: Partial<CniHandlerOptions> = {}): 
   } catch (error) {
     return faultAnswer(faultOf(error, call), call.cniVersion);
   }
+}
+
+/** A GC from the runtime keeping `valid` container ids (on eth0). */
+function gc(valid: readonly string[], delegate?: string) {
+  return {
+    env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' },
+    config: {
+      cniVersion: '1.1.0',
+      name: 'allocnet',
+      type: 'allocnet-cni',
+      ...(delegate === undefined ? {} : { delegate }),
+      'cni.dev/valid-attachments': valid.map((id) => ({ containerID: id, ifname: 'eth0' })),
+    },
+  };
+}
+
+/** An ADD of container `id` on eth0 with no mappings (the fake keeps no CNI result: code 100). */
+function addOf(id: string) {
+  const body = add([], K8S);
+  return { ...body, env: { ...body.env, CNI_CONTAINERID: id } };
 }
 
 describe("the CNI handler's ADD under the agent's limits", () => {
@@ -123,7 +150,7 @@ describe("the CNI handler's ADD under the agent's limits", () => {
     expect(runner.list().map((r) => r.spec.ports?.length)).toEqual([2]);
   });
 
-  it("takes the agent's defaults when given no limits: 128 ports", async () => {
+  it('refuses more mappings than the limits it is given (the agent passes its own)', async () => {
     const many = (n: number) => Array.from({ length: n }, (_, i) => mapping(10000 + i));
     expect(await answer(add(many(129), K8S))).toMatchObject({
       status: 400,
@@ -138,20 +165,53 @@ describe("the CNI handler's ADD under the agent's limits", () => {
   });
 });
 
-describe("the CNI handler's ADD and ReapLeaks", () => {
-  it('waits while a reap holds the gate, so the reap never sees its fresh state, then runs', async () => {
-    const gate = createReapGate();
-    let endReap: () => void = () => undefined;
-    const reap = gate.exclusive(() => new Promise<void>((resolve) => (endReap = resolve)));
-    const adding = answer(add([mapping(8080)], K8S), { gate });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    // Nothing recorded, nothing run while the reap lists and scans.
-    expect(configurator.callsOf('setup')).toEqual([]);
+describe("the CNI handler's GC", () => {
+  it('tears down what the runtime no longer has and logs what it removed', async () => {
+    await answer(addOf('keep'));
+    await answer(addOf('gone'));
+    expect(await answer(gc(['keep']))).toEqual({ status: 200, body: undefined });
+    expect(runner.list().map((r) => r.allocId)).toEqual(['keep']);
+    expect(logger.lines).toEqual([
+      {
+        level: 'info',
+        message: 'CNI GC',
+        meta: { network: 'nomad', kept: 1, removed: 1, leaksReaped: 0, failed: 0 },
+      },
+    ]);
+  });
+
+  // Fails without the fix: the log said `removed: 2` for one teardown that failed.
+  it('does not count a teardown that failed as removed', async () => {
+    await answer(addOf('a'));
+    await answer(addOf('b'));
+    configurator.fail('teardown', new Error('iptables is gone'));
+    const failed = await answer(gc([]));
+    expect(failed).toMatchObject({
+      status: 500,
+      body: { code: 999, msg: 'GC of network "nomad" could not remove 1 of 2 attachments' },
+    });
+    expect(logger.lines.filter((l) => l.message === 'CNI GC')).toEqual([
+      {
+        level: 'info',
+        message: 'CNI GC',
+        meta: { network: 'nomad', kept: 0, removed: 1, leaksReaped: 0, failed: 1 },
+      },
+    ]);
+  });
+
+  it('takes the default network by its name when the catalog names none', async () => {
+    await answer(addOf('a'));
+    expect(await answer(gc([]), { catalog: () => ({ networks: [], invalid: [] }) })).toEqual({
+      status: 200,
+      body: undefined,
+    });
+    expect(logger.lines[0]?.meta).toMatchObject({ network: DEFAULT_NETWORK_NAME, removed: 1 });
     expect(runner.list()).toEqual([]);
-    endReap();
-    await reap;
-    await adding;
-    expect(configurator.callsOf('setup')).toHaveLength(1);
-    expect(runner.list()).toHaveLength(1);
+  });
+
+  it('leaves the attachments of another network alone', async () => {
+    await answer(addOf('a'));
+    expect(await answer(gc([], 'other'))).toEqual({ status: 200, body: undefined });
+    expect(runner.list().map((r) => r.allocId)).toEqual(['a']);
   });
 });

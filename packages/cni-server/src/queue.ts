@@ -8,10 +8,11 @@
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { messageOf } from '@allocnet/base';
-import type { CniHandler } from './cni-handler.js';
-import { CniFault, decodeCniRequest } from './cni-request.js';
-import { lockExclusive } from './flock.js';
-import type { AgentLogger } from './logging.js';
+import { lockExclusive } from '@allocnet/libc';
+import { badField } from './errors.js';
+import type { CniHandler } from './handler.js';
+import { decodeCniRequest } from './request.js';
+import type { CniLogger } from './seams.js';
 
 export interface ReplayReport {
   readonly replayed: number;
@@ -22,7 +23,7 @@ export interface ReplayReport {
 export interface CniQueueOptions {
   readonly dir: string;
   readonly handler: CniHandler;
-  readonly logger: AgentLogger;
+  readonly logger: CniLogger;
   /** Counts each replayed DEL by outcome. */
   readonly onReplay?: (outcome: 'replayed' | 'failed' | 'dropped') => void;
 }
@@ -62,7 +63,7 @@ export async function replayCniQueue(
       try {
         const call = decodeCniRequest({ env: queued.env, config: queued.config });
         if (call.command !== 'DEL')
-          throw new CniFault(7, `env.CNI_COMMAND is ${call.command}; only DELs are queued`, {});
+          throw badField(['env', 'CNI_COMMAND'], `is ${call.command}; only DELs are queued`);
         try {
           await handler.handle(call, signal ?? new AbortController().signal);
         } catch (error) {
@@ -99,4 +100,40 @@ export async function replayCniQueue(
     lock.release();
   }
   return counts;
+}
+
+export interface CniQueueRepeatOptions extends CniQueueOptions {
+  /** How often to look for DELs queued after the start's replay. */
+  readonly intervalMs: number;
+  /** Each repeated replay's report (the agent gauges the DELs still queued). */
+  readonly onReport?: (report: ReplayReport) => void;
+}
+
+/**
+ * Replays the queue every `intervalMs`, one replay at a time (a tick while one runs is skipped);
+ * a replay that fails is logged and the next tick tries again. The timer does not keep the
+ * process alive. `stop` ends it; a replay under way finishes on its own.
+ */
+export function repeatCniQueueReplay(options: CniQueueRepeatOptions): { stop(): void } {
+  let replaying = false;
+  const timer = setInterval(() => {
+    if (replaying) return;
+    replaying = true;
+    replayCniQueue(options)
+      .then((report) => {
+        options.onReport?.(report);
+      })
+      .catch((error: unknown) => {
+        options.logger.warn('replaying the CNI DEL queue failed', { error: messageOf(error) });
+      })
+      .finally(() => {
+        replaying = false;
+      });
+  }, options.intervalMs);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+    },
+  };
 }

@@ -1,0 +1,98 @@
+// What the CNI door answers for a failure: one table from the error's kind to the spec's error
+// code and the HTTP status it comes with (docs/cni-plugin.md has it for the plugin's users). Bad
+// input is refined by where the field is, as the spec's codes are: an `env.*` field is 7 (invalid
+// environment variables), a `cniVersion` allocnet cannot answer in 1 (incompatible version),
+// anything else 4 (invalid network config); a body over the limit is HTTP 413. Nothing reads a
+// message.
+import { formatPath, invalidInputOf, messageOf, renderProblem } from '@allocnet/base';
+import type { ErrorKind } from '@allocnet/base';
+import { SPEC_VERSION } from '@allocnet/cni';
+import { CniFault, isCniFault } from './errors.js';
+import { requestFieldOf } from './request.js';
+import type { CniCall } from './request.js';
+
+/** An answer: the HTTP status and the JSON body (undefined: empty). */
+export interface CniAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown> | undefined;
+}
+
+/** The spec's error code (allocnet's own are 100 and up) and the HTTP status of the answer. */
+export interface CniErrorAnswer {
+  readonly code: number;
+  readonly status: number;
+}
+
+/** Each kind of failure as the CNI door answers it. */
+export const KIND_ANSWER: Readonly<Record<ErrorKind, CniErrorAnswer>> = {
+  // 4: invalid network config (7 and 1 for the fields above).
+  invalid: { code: 4, status: 400 },
+  // allocnet's: CHECK of an attachment it does not have.
+  'not-found': { code: 101, status: 404 },
+  // allocnet's: the attachment is set up with a different request (another netns, other ports).
+  conflict: { code: 100, status: 409 },
+  // 11: try again later (a plugin could not run, the agent is not ready or is stopping).
+  unavailable: { code: 11, status: 503 },
+  aborted: { code: 11, status: 503 },
+  // allocnet's: CHECK found the attachment not as it was set up.
+  broken: { code: 102, status: 500 },
+  // The data dir is full: the same call works once space is freed (the runtime retries).
+  exhausted: { code: 11, status: 503 },
+  internal: { code: 999, status: 500 },
+};
+
+/** The spec's codes for bad input by where it is, and STATUS's "not available". */
+const INCOMPATIBLE_VERSION = 1;
+const INVALID_ENV = 7;
+const PLUGIN_NOT_AVAILABLE = 50;
+
+/** The code and status of a fault's answer, for the verb it answers (STATUS: 50 when not ready). */
+export function answerCode(fault: CniFault, command?: string): CniErrorAnswer {
+  const answer = KIND_ANSWER[fault.kind];
+  if (fault.code === 'incompatible-version') return { ...answer, code: INCOMPATIBLE_VERSION };
+  if (fault.kind === 'invalid' && fault.path?.[0] === 'env')
+    return { ...answer, code: INVALID_ENV };
+  if (fault.code === 'body-too-large') return { ...answer, status: 413 };
+  if (fault.code === 'not-ready' && command === 'STATUS')
+    return { ...answer, code: PLUGIN_NOT_AVAILABLE };
+  return answer;
+}
+
+/** The spec's error object for a fault, in the request's version (the spec's when unknown). */
+export function faultAnswer(
+  fault: CniFault,
+  cniVersion: string | undefined,
+  command?: string,
+): CniAnswer {
+  const { code, status } = answerCode(fault, command);
+  return {
+    status,
+    body: {
+      cniVersion: cniVersion ?? SPEC_VERSION,
+      code,
+      msg: fault.message,
+      ...(fault.details === undefined ? {} : { details: fault.details }),
+    },
+  };
+}
+
+/** Any failure of a verb as a fault: bad input names the request's field, the rest keeps its kind. */
+export function faultOf(error: unknown, call: CniCall): CniFault {
+  if (isCniFault(error)) return error;
+  const bad = invalidInputOf(error);
+  if (bad === undefined) return new CniFault(messageOf(error), { code: 'failed', cause: error });
+  const path = requestFieldOf(bad.path, call);
+  // The usual cause: the agent in another mount namespace than the runtime's (its netns bind
+  // mounts are invisible then).
+  const hint =
+    path[1] === 'CNI_NETNS'
+      ? " (the agent opens CNI_NETNS in its own mount namespace: it must run in the runtime's; docs/cni-plugin.md)"
+      : '';
+  return new CniFault(`${formatPath(path)} ${renderProblem(bad.problem)}${hint}`, {
+    code: 'invalid-request',
+    path,
+    problem: bad.problem,
+    details: messageOf(error),
+    cause: error,
+  });
+}

@@ -1,0 +1,13 @@
+export { CniFault, isCniFault } from './errors.js';
+export type { CniFaultCode, CniFaultDetails } from './errors.js';
+export { KIND_ANSWER, answerCode, faultAnswer, faultOf } from './answer.js';
+export type { CniAnswer, CniErrorAnswer } from './answer.js';
+export { attachmentAllocId, decodeCniRequest, runtimeOf, specOfAdd } from './request.js';
+export type { CniCall, CniCommand, CniPortMapping } from './request.js';
+export { createCniHandler } from './handler.js';
+export type { CniHandler, CniHandlerOptions, CniLimits, CniRunner } from './handler.js';
+export { DEFAULT_MAX_BODY_BYTES, startCniServer } from './server.js';
+export type { CniServer, CniServerOptions } from './server.js';
+export { repeatCniQueueReplay, replayCniQueue } from './queue.js';
+export type { CniQueueOptions, CniQueueRepeatOptions, ReplayReport } from './queue.js';
+export type { BoundSocket, CniLogger, OpenedParts, SocketBinder } from './seams.js';
