@@ -1,17 +1,25 @@
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULTS } from '@allocnet/agent';
-import type { ErrorKind } from '@allocnet/base';
+import { messageOf } from '@allocnet/base';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import {
   agentTarget,
   createAllocNetworkClient,
   createOperatorClient,
+  isProtoError,
   isServiceError,
+  kindOfStatus,
 } from '@allocnet/proto';
-import type { AllocNetworkServiceClient, OperatorServiceClient } from '@allocnet/proto';
-import { UsageError } from './errors.js';
+import type {
+  AllocNetworkServiceClient,
+  OperatorServiceClient,
+  UnaryOptions,
+} from '@allocnet/proto';
+import { probeConnect } from './connect-probe.js';
+import type { ConnectProbe } from './connect-probe.js';
+import { CliError, isCliError, usageError } from './errors.js';
 
 /** The agent's socket when none is given: the agent's own default. */
 export const DEFAULT_AGENT_ADDRESS = DEFAULTS.socket;
@@ -51,14 +59,15 @@ function readFile(flag: string, file: string): Buffer {
   try {
     return readFileSync(file);
   } catch (error) {
-    throw new UsageError(
-      `${flag} ${JSON.stringify(file)} cannot be read: ${(error as Error).message}`,
-    );
+    throw usageError(`${flag} ${JSON.stringify(file)} cannot be read: ${messageOf(error)}`, error);
   }
 }
 
 export interface AgentConnection {
+  /** As the user wrote it (`--address`, `--node`). */
   readonly address: string;
+  /** The grpc target (`agentTarget`). */
+  readonly target: string;
   readonly alloc: AllocNetworkServiceClient;
   readonly operator: OperatorServiceClient;
   readonly metadata: grpc.Metadata;
@@ -72,11 +81,12 @@ export function connect(options: ConnectOptions): AgentConnection {
   try {
     target = agentTarget(options.address);
   } catch (error) {
-    throw new UsageError(`--address: ${(error as Error).message}`);
+    if (!isProtoError(error)) throw error;
+    throw usageError(`--address: ${error.message}`, error);
   }
   const deadlineMs = Number(options.timeout);
   if (!Number.isInteger(deadlineMs) || deadlineMs < 1)
-    throw new UsageError(
+    throw usageError(
       `--timeout ${JSON.stringify(options.timeout)} is not a whole number of milliseconds`,
     );
   const unix = target.startsWith('unix:');
@@ -84,11 +94,11 @@ export function connect(options: ConnectOptions): AgentConnection {
   if (unix) credentials = grpc.credentials.createInsecure();
   else {
     if (options.tlsCa === undefined)
-      throw new UsageError(
+      throw usageError(
         `--tls-ca is needed to reach ${options.address} over TCP (the agent only serves TCP with TLS)`,
       );
     if ((options.tlsCert === undefined) !== (options.tlsKey === undefined))
-      throw new UsageError('--tls-cert and --tls-key go together');
+      throw usageError('--tls-cert and --tls-key go together');
     credentials = grpc.credentials.createSsl(
       readFile('--tls-ca', options.tlsCa),
       options.tlsKey === undefined ? null : readFile('--tls-key', options.tlsKey),
@@ -105,6 +115,7 @@ export function connect(options: ConnectOptions): AgentConnection {
   const operator = createOperatorClient(target, credentials);
   return {
     address: options.address,
+    target,
     alloc,
     operator,
     metadata,
@@ -116,46 +127,53 @@ export function connect(options: ConnectOptions): AgentConnection {
   };
 }
 
-/** A failed call as one line: `<agent>: <CODE>: <details>`. */
-/** The kind (@allocnet/base) of an agent's answer, by its status: the agent's table, read back. */
-const STATUS_KIND: Readonly<Partial<Record<grpc.status, ErrorKind>>> = {
-  [grpc.status.INVALID_ARGUMENT]: 'invalid',
-  [grpc.status.NOT_FOUND]: 'not-found',
-  [grpc.status.FAILED_PRECONDITION]: 'conflict',
-  [grpc.status.UNAVAILABLE]: 'unavailable',
-  [grpc.status.RESOURCE_EXHAUSTED]: 'exhausted',
-  [grpc.status.CANCELLED]: 'aborted',
-  [grpc.status.DEADLINE_EXCEEDED]: 'aborted',
-};
+/**
+ * A failed call as one line: `agent <address>: <STATUS>: <details>`. A call that never reached
+ * the agent (UNAVAILABLE, and a connect to its address fails now: `probe`) says why and what to
+ * do instead of grpc's details. The kind is the agent's, read back from the status
+ * (`kindOfStatus`, @allocnet/proto's one table); a call without an answer is `internal`.
+ */
+export async function callError(
+  agent: Pick<AgentConnection, 'address' | 'target'>,
+  error: unknown,
+  probe: ConnectProbe = probeConnect,
+): Promise<CliError> {
+  if (!isServiceError(error))
+    return new CliError(`agent ${agent.address}: ${messageOf(error)}`, {
+      code: 'agent-call',
+      cause: error,
+    });
+  const name = (grpc.status[error.code] as string | undefined) ?? String(error.code);
+  const refused = error.code === grpc.status.UNAVAILABLE ? await probe(agent.target) : undefined;
+  const details =
+    refused === undefined
+      ? error.details
+      : `cannot connect (${refused}); is the agent running? start it with \`allocnet agent\`, or pass --address`;
+  return new CliError(`agent ${agent.address}: ${name}: ${details}`, {
+    code: 'agent-call',
+    kind: kindOfStatus(error.code) ?? 'internal',
+    grpcStatus: error.code,
+    cause: error,
+  });
+}
 
-/** A call to an agent that failed: the agent's status (or none: the call never got an answer). */
-export class AgentCallError extends Error {
-  readonly kind: ErrorKind;
-
-  constructor(
-    message: string,
-    readonly code: grpc.status | undefined,
-  ) {
-    super(message);
-    this.name = 'AgentCallError';
-    this.kind = (code === undefined ? undefined : STATUS_KIND[code]) ?? 'internal';
+/** Runs `fn` with a connection, turning a failed call into one line and closing the clients. */
+export async function withAgent<T>(
+  options: ConnectOptions,
+  fn: (agent: AgentConnection) => Promise<T>,
+): Promise<T> {
+  const agent = connect(options);
+  try {
+    return await fn(agent);
+  } catch (error) {
+    if (isCliError(error)) throw error;
+    throw await callError(agent, error);
+  } finally {
+    agent.close();
   }
 }
 
-export function callError(address: string, error: unknown): AgentCallError {
-  if (isServiceError(error)) {
-    const name = grpc.status[error.code] as string | undefined;
-    // grpc-js wraps a failed connect as "No connection established. Last error: Error: connect
-    // ENOENT /path. Resolution note: …": the connect error is what helps.
-    const connectFailure = /connect (E[A-Z]+) ([^\s.]+(?:\.[^\s.]+)*)/.exec(error.details);
-    const details =
-      error.code === grpc.status.UNAVAILABLE && connectFailure !== null
-        ? `cannot connect (${connectFailure[1] ?? ''}); is the agent running? start it with \`allocnet agent\`, or pass --address`
-        : error.details;
-    return new AgentCallError(`agent ${address}: ${name ?? error.code}: ${details}`, error.code);
-  }
-  return new AgentCallError(
-    `agent ${address}: ${error instanceof Error ? error.message : String(error)}`,
-    undefined,
-  );
+/** A unary call's deadline and metadata (the token) on `agent`. */
+export function call(agent: AgentConnection): UnaryOptions {
+  return { deadlineMs: agent.deadlineMs, metadata: agent.metadata };
 }

@@ -1,17 +1,20 @@
+// `allocnet alloc …`: the scheduler's calls for one node, for people. One function per sub-command
+// (its flags, its call, its printing); `allocCommand` puts them together.
 import { Command } from 'commander';
 import { unary } from '@allocnet/proto';
-import type { AllocNetworkStatus__Output, Port, PortMapping__Output } from '@allocnet/proto';
-import { callError, connect, connectOptions } from './agent-client.js';
-import type { AgentConnection, ConnectOptions } from './agent-client.js';
+import type { Port, TeardownAllocNetworkResponse__Output } from '@allocnet/proto';
+import { call, connectOptions, withAgent } from './agent-client.js';
+import type { ConnectOptions } from './agent-client.js';
+import { STATUS_HEADER, statusLines, statusRows } from './alloc-status.js';
 import type { CliIo } from './io.js';
-import { ExitStatus, UsageError } from './errors.js';
+import { reportedFailure, usageError } from './errors.js';
 import { formatTable } from './table.js';
 
 /** `--port label:value[:to]` into a request port. */
 export function parsePort(text: string): Port {
   const match = /^([^:]+):(\d{1,5})(?::(\d{1,5}))?$/.exec(text);
   if (match === null)
-    throw new UsageError(`--port ${JSON.stringify(text)} is not label:value or label:value:to`);
+    throw usageError(`--port ${JSON.stringify(text)} is not label:value or label:value:to`);
   const [, label = '', value = '', to] = match;
   return { label, value: Number(value), ...(to === undefined ? {} : { to: Number(to) }) };
 }
@@ -19,112 +22,11 @@ export function parsePort(text: string): Port {
 /** `--arg K=V` into one CNI arg. */
 export function parseArg(text: string): [string, string] {
   const eq = text.indexOf('=');
-  if (eq < 1) throw new UsageError(`--arg ${JSON.stringify(text)} is not K=V`);
+  if (eq < 1) throw usageError(`--arg ${JSON.stringify(text)} is not K=V`);
   return [text.slice(0, eq), text.slice(eq + 1)];
 }
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
-
-function portsText(mappings: readonly PortMapping__Output[]): string {
-  // tcp and udp of one port print as one: 8080→80
-  const seen = new Set<string>();
-  const parts: string[] = [];
-  for (const m of mappings) {
-    const key = `${m.hostIp === '' ? '' : `${m.hostIp}:`}${m.hostPort}→${m.containerPort}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    parts.push(key);
-  }
-  return parts.join(',') || '-';
-}
-
-const PHASES: Record<string, string> = {
-  PHASE_SETTING_UP: 'setting-up',
-  PHASE_READY: 'ready',
-  PHASE_TEARING_DOWN: 'tearing-down',
-  PHASE_FAILED: 'failed',
-  PHASE_RESTORING: 'restoring',
-};
-
-export function phaseName(phase: string): string {
-  return PHASES[phase] ?? phase.toLowerCase();
-}
-
-/**
- * Who asked for an allocation: `grpc` (the scheduler's API, or `allocnet alloc setup`), else the
- * runtime that asked through the agent's CNI server (`nomad`, `kubernetes`, `podman`, `cni`).
- */
-export function originName(s: AllocNetworkStatus__Output): string {
-  return s.origin === null ? 'grpc' : s.origin.runtime || 'cni';
-}
-
-/** Whose the namespace is: the agent's, the runtime's (CNI), or a task driver's (no note). */
-function netnsNote(s: AllocNetworkStatus__Output): string {
-  if (s.netnsCreatedByAgent) return ' (made by the agent)';
-  return s.origin === null ? '' : " (the runtime's)";
-}
-
-export function statusLines(s: AllocNetworkStatus__Output): string[] {
-  const origin =
-    s.origin === null
-      ? originName(s)
-      : `${originName(s)} (container ${s.origin.containerId || '-'}, ifname ${s.origin.ifname || '-'})`;
-  return [
-    `${s.allocId}: ${phaseName(s.phase)} in network ${s.network}`,
-    `  origin     ${origin}`,
-    `  interface  ${s.interfaceName || '-'}`,
-    `  address    ${s.address || '-'}${s.addressIpv6 === '' ? '' : `  ${s.addressIpv6}`}`,
-    `  ports      ${portsText(s.portMappings)}`,
-    `  netns      ${s.netnsPath || '-'}${netnsNote(s)}`,
-    `  attempts   ${s.attempts}`,
-    ...(s.dns !== null && s.dns.servers.length > 0
-      ? [`  dns        ${s.dns.servers.join(',')}`]
-      : []),
-    ...(s.error === '' ? [] : [`  error      ${s.error}`]),
-  ];
-}
-
-export function statusRows(list: readonly AllocNetworkStatus__Output[]): string[][] {
-  return list.map((s) => [
-    s.allocId,
-    phaseName(s.phase),
-    s.network,
-    s.address || s.addressIpv6 || '-',
-    portsText(s.portMappings),
-    originName(s),
-    s.netnsPath || '-',
-  ]);
-}
-
-export const STATUS_HEADER = [
-  'ALLOC ID',
-  'PHASE',
-  'NETWORK',
-  'ADDRESS',
-  'PORTS',
-  'ORIGIN',
-  'NETNS',
-];
-
-/** Runs `fn` with a connection, turning gRPC errors into one line and closing the clients. */
-export async function withAgent<T>(
-  options: ConnectOptions,
-  fn: (agent: AgentConnection) => Promise<T>,
-): Promise<T> {
-  const agent = connect(options);
-  try {
-    return await fn(agent);
-  } catch (error) {
-    if (error instanceof UsageError) throw error;
-    throw callError(agent.address, error);
-  } finally {
-    agent.close();
-  }
-}
-
-export function call(agent: AgentConnection) {
-  return { deadlineMs: agent.deadlineMs, metadata: agent.metadata };
-}
 
 function print(io: CliIo, value: unknown): void {
   io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -132,12 +34,19 @@ function print(io: CliIo, value: unknown): void {
 
 type Json = { json?: boolean };
 
-/** `allocnet alloc …`: the scheduler's view of one node, for people. */
-export function allocCommand(io: CliIo): Command {
-  const alloc = new Command('alloc').description(
-    'set up, inspect and tear down allocation networks through the agent',
-  );
+type SetupOptions = ConnectOptions &
+  Json & {
+    port?: string[];
+    network?: string;
+    arg?: string[];
+    namespace: string;
+    job: string;
+    group: string;
+    netnsPath?: string;
+  };
 
+/** `alloc setup <alloc-id>`: the scheduler's SetupAllocNetwork with flags for its fields. */
+function setupCommand(alloc: Command, io: CliIo): void {
   connectOptions(
     alloc
       .command('setup')
@@ -154,44 +63,61 @@ export function allocCommand(io: CliIo): Command {
         'a namespace a task driver made (default: the agent makes one)',
       )
       .option('--json', 'print JSON'),
-  ).action(
-    async (
-      allocId: string,
-      o: ConnectOptions &
-        Json & {
-          port?: string[];
-          network?: string;
-          arg?: string[];
-          namespace: string;
-          job: string;
-          group: string;
-          netnsPath?: string;
-        },
-    ) => {
-      const request = {
-        allocId,
-        namespace: o.namespace,
-        jobId: o.job,
-        groupName: o.group,
-        network: o.network ?? '',
-        ports: (o.port ?? []).map(parsePort),
-        cniArgs: Object.fromEntries((o.arg ?? []).map(parseArg)),
-        netnsPath: o.netnsPath ?? '',
-      };
-      const response = await withAgent(o, (agent) =>
-        unary(agent.alloc, 'SetupAllocNetwork', request, call(agent)),
-      );
-      if (o.json === true) {
-        print(io, response);
-        return;
-      }
-      if (response.status === null) throw new Error('the agent answered without a status');
-      for (const line of statusLines(response.status)) io.stdout.write(`${line}\n`);
-      if (response.alreadySetUp)
-        io.stdout.write('  (already set up with this spec: nothing ran)\n');
-    },
-  );
+  ).action(async (allocId: string, o: SetupOptions) => {
+    const request = {
+      allocId,
+      namespace: o.namespace,
+      jobId: o.job,
+      groupName: o.group,
+      network: o.network ?? '',
+      ports: (o.port ?? []).map(parsePort),
+      cniArgs: Object.fromEntries((o.arg ?? []).map(parseArg)),
+      netnsPath: o.netnsPath ?? '',
+    };
+    const response = await withAgent(o, (agent) =>
+      unary(agent.alloc, 'SetupAllocNetwork', request, call(agent)),
+    );
+    if (o.json === true) {
+      print(io, response);
+      return;
+    }
+    if (response.status === null) throw new Error('the agent answered without a status');
+    for (const line of statusLines(response.status)) io.stdout.write(`${line}\n`);
+    if (response.alreadySetUp) io.stdout.write('  (already set up with this spec: nothing ran)\n');
+  });
+}
 
+/** What a teardown did, for people: DEL's failure, then what the audit removed (or nothing). */
+export function teardownLines(
+  allocId: string,
+  response: TeardownAllocNetworkResponse__Output,
+): string[] {
+  const removed = response.removed;
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const lines = [
+    `${allocId}: torn down${response.wasKnown ? '' : ' (the agent did not know it; swept for its id)'}`,
+  ];
+  if (response.delError !== '') lines.push(`  DEL failed: ${response.delError}`);
+  if (
+    removed === null ||
+    removed.rules.length +
+      removed.chains.length +
+      removed.reservations.length +
+      removed.cacheFiles.length ===
+      0
+  )
+    return [...lines, '  audit: nothing left behind'];
+  return [
+    ...lines,
+    `  the audit removed what DEL left: ${count(removed.rules.length, 'rule')}, ${count(removed.chains.length, 'chain')}, ${count(removed.reservations.length, 'reservation')}, ${count(removed.cacheFiles.length, 'cache file')}`,
+    ...removed.chains.map((c) => `    chain ${c.family} ${c.table} ${c.chain}`),
+    ...removed.rules.map((r) => `    rule  ${r.family} ${r.table} ${r.line}`),
+    ...removed.reservations.map((r) => `    ipam  ${r.network} ${r.address}`),
+  ];
+}
+
+/** `alloc teardown <alloc-id>`: DEL, then the audit's report. */
+function teardownCommand(alloc: Command, io: CliIo): void {
   connectOptions(
     alloc
       .command('teardown')
@@ -202,36 +128,13 @@ export function allocCommand(io: CliIo): Command {
     const response = await withAgent(o, (agent) =>
       unary(agent.alloc, 'TeardownAllocNetwork', { allocId }, call(agent)),
     );
-    if (o.json === true) {
-      print(io, response);
-      return;
-    }
-    const removed = response.removed;
-    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
-    io.stdout.write(
-      `${allocId}: torn down${response.wasKnown ? '' : ' (the agent did not know it; swept for its id)'}\n`,
-    );
-    if (response.delError !== '') io.stdout.write(`  DEL failed: ${response.delError}\n`);
-    if (
-      removed !== null &&
-      removed.rules.length +
-        removed.chains.length +
-        removed.reservations.length +
-        removed.cacheFiles.length >
-        0
-    ) {
-      io.stdout.write(
-        `  the audit removed what DEL left: ${count(removed.rules.length, 'rule')}, ${count(removed.chains.length, 'chain')}, ${count(removed.reservations.length, 'reservation')}, ${count(removed.cacheFiles.length, 'cache file')}\n`,
-      );
-      for (const c of removed.chains)
-        io.stdout.write(`    chain ${c.family} ${c.table} ${c.chain}\n`);
-      for (const r of removed.rules)
-        io.stdout.write(`    rule  ${r.family} ${r.table} ${r.line}\n`);
-      for (const r of removed.reservations)
-        io.stdout.write(`    ipam  ${r.network} ${r.address}\n`);
-    } else io.stdout.write('  audit: nothing left behind\n');
+    if (o.json === true) print(io, response);
+    else for (const line of teardownLines(allocId, response)) io.stdout.write(`${line}\n`);
   });
+}
 
+/** `alloc status <alloc-id>` and `alloc list`: what the agent holds. */
+function readCommands(alloc: Command, io: CliIo): void {
   connectOptions(
     alloc
       .command('status')
@@ -269,7 +172,10 @@ export function allocCommand(io: CliIo): Command {
     }
     io.stdout.write(formatTable(STATUS_HEADER, statusRows(response.allocations)));
   });
+}
 
+/** `alloc check <alloc-id>`: CHECK with the plugins; exits 1 when the network is broken. */
+function checkCommand(alloc: Command, io: CliIo): void {
   connectOptions(
     alloc
       .command('check')
@@ -287,8 +193,18 @@ export function allocCommand(io: CliIo): Command {
       );
     else if (response.healthy) io.stdout.write(`${allocId}: healthy\n`);
     else io.stdout.write(`${allocId}: broken: ${response.problem}\n`);
-    if (response.checkRan && !response.healthy) throw new ExitStatus(1);
+    if (response.checkRan && !response.healthy) throw reportedFailure('broken');
   });
+}
 
+/** `allocnet alloc …`: the scheduler's view of one node, for people. */
+export function allocCommand(io: CliIo): Command {
+  const alloc = new Command('alloc').description(
+    'set up, inspect and tear down allocation networks through the agent',
+  );
+  setupCommand(alloc, io);
+  teardownCommand(alloc, io);
+  readCommands(alloc, io);
+  checkCommand(alloc, io);
   return alloc;
 }

@@ -189,6 +189,64 @@ describe('allocnet cni', () => {
     },
   );
 
+  it.each([
+    ['a b', 'is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"'],
+    ['-n', 'is not 1 to 255 of [A-Za-z0-9_.-] starting with a letter, a digit or "_"'],
+    ['/tmp/node', 'is not a namespace under /run/netns (ip netns exec needs its name)'],
+  ])(
+    'refuses --host-netns %j as a usage error (exit 2) and runs nothing',
+    async (netns, problem) => {
+      const message = `allocnet: --host-netns ${JSON.stringify(netns)} ${problem}\n`;
+      const cniAdd = await cli(
+        'cni',
+        'add',
+        'testnet',
+        '/run/netns/c1',
+        ...where(),
+        '--host-netns',
+        netns,
+      );
+      expect(cniAdd).toEqual({ code: 2, stdout: '', stderr: message });
+      const leaks = await cli(
+        'leaks',
+        '--local',
+        '--conf-dir',
+        conf,
+        '--cache-dir',
+        cache,
+        '--ipam-dir',
+        join(dir.path, 'ipam'),
+        '--host-netns',
+        netns,
+      );
+      expect(leaks).toEqual({ code: 2, stdout: '', stderr: message });
+      expect(await fake.calls()).toEqual([]);
+    },
+  );
+
+  it('refuses a --known-file it cannot read as a usage error (exit 2)', async () => {
+    const missing = join(dir.path, 'alive');
+    const out = await cli(
+      'leaks',
+      '--local',
+      '--conf-dir',
+      conf,
+      '--cache-dir',
+      cache,
+      '--ipam-dir',
+      join(dir.path, 'ipam'),
+      '--host-netns',
+      'allocnet-no-such-node',
+      '--known-file',
+      missing,
+    );
+    expect(out).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `allocnet: --known-file ${JSON.stringify(missing)} cannot be read: ENOENT: no such file or directory, open '${missing}'\n`,
+    });
+  });
+
   it('says which network is missing, and exits 2 on a usage error', async () => {
     expect(await cli('cni', 'add', 'nope', '/run/netns/c1', ...where())).toEqual({
       code: 1,

@@ -1,10 +1,10 @@
 import { Command, CommanderError } from 'commander';
-import { kindOf } from '@allocnet/base';
+import { kindOf, messageOf } from '@allocnet/base';
 import type { ErrorKind } from '@allocnet/base';
 import { agentCommand, isAgentError, normalizeAgentArgs } from '@allocnet/agent';
 import { isDevError, runDevAgent } from '@allocnet/dev-sandbox';
 import { cniCommand } from './cni-command.js';
-import { ExitStatus, UsageError } from './errors.js';
+import { isCliError } from './errors.js';
 import { allocCommand } from './alloc-command.js';
 import { fleetCommand } from './fleet-command.js';
 import { cleanupCommand, leaksCommand } from './operator-command.js';
@@ -77,23 +77,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       if (error.code === 'allocnet.agent.dev') return error.exitCode;
       return error.exitCode === 0 ? 0 : USAGE_EXIT;
     }
-    if (error instanceof ExitStatus) {
-      if (error.message !== '') io.stderr.write(`allocnet: ${error.message}\n`);
-      return error.status;
-    }
     if (isAgentError(error)) {
       io.stderr.write(`allocnet agent: ${error.message}\n`);
       return KIND_EXIT[error.kind];
     }
-    if (error instanceof UsageError) {
-      io.stderr.write(`allocnet: ${error.message}\n`);
-      return USAGE_EXIT;
-    }
-    // The libraries' errors (--local, cni) and the agent's answers (AgentCallError) have a kind.
+    // The CLI's own errors (usage, a reported failure, an agent's answer) and the libraries'
+    // (--local, cni) have a kind; a usage error, found before anything ran, exits 2.
     const kind = kindOf(error);
     if (kind !== undefined) {
-      io.stderr.write(`allocnet: ${(error as Error).message}\n`);
-      return KIND_EXIT[kind];
+      const message = messageOf(error);
+      if (message !== '') io.stderr.write(`allocnet: ${message}\n`);
+      return isCliError(error) && error.code === 'usage' ? USAGE_EXIT : KIND_EXIT[kind];
     }
     // Anything else is a bug: its stack says where.
     throw error;

@@ -3,7 +3,8 @@ import * as grpc from '@grpc/grpc-js';
 import { tempDir } from '@allocnet/cni/testing';
 import { loadAllocnetProto } from '@allocnet/proto';
 import type { AllocNetworkServiceHandlers, AllocNetworkStatus__Output } from '@allocnet/proto';
-import { parseArg, parsePort, statusLines } from './alloc-command.js';
+import { parseArg, parsePort } from './alloc-command.js';
+import { statusLines } from './alloc-status.js';
 import { runCli } from './index.js';
 import { formatTable } from './table.js';
 

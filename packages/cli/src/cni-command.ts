@@ -14,6 +14,7 @@ import {
   parseArgs,
 } from '@allocnet/cni';
 import type { Attachment, CniRuntime, NetworkConfig, CniError } from '@allocnet/cni';
+import { hostNetnsOf, pluginDirsOf } from './host-options.js';
 import type { CliIo } from './io.js';
 import { formatTable } from './table.js';
 
@@ -59,19 +60,13 @@ export function defaultContainerId(netns: string): string {
   return `cni-${createHash('sha512').update(netns).digest('hex').slice(0, 16)}`;
 }
 
-function pluginDirs(options: CommonOptions, io: CliIo): readonly string[] {
-  if (options.pluginDir !== undefined && options.pluginDir.length > 0) return options.pluginDir;
-  const fromEnv = io.env.CNI_PATH;
-  return fromEnv === undefined || fromEnv === ''
-    ? DEFAULT_PLUGIN_DIRS
-    : fromEnv.split(':').filter((d) => d !== '');
-}
-
+/** The runtime of a command; a bad `--host-netns` is refused here, before anything runs. */
 function runtimeOf(options: CommonOptions, io: CliIo): CniRuntime {
+  const netns = hostNetnsOf(options.hostNetns);
   return createCniRuntime({
-    pluginDirs: pluginDirs(options, io),
+    pluginDirs: pluginDirsOf(options.pluginDir, io),
     cacheDir: options.cacheDir,
-    exec: createNodePluginExec(options.hostNetns === undefined ? {} : { netns: options.hostNetns }),
+    exec: createNodePluginExec(netns === undefined ? {} : { netns: netns.name }),
   });
 }
 
@@ -141,15 +136,17 @@ export function cniCommand(io: CliIo): Command {
 
   attachCommand(cni, 'add', 'attach a container to a network; prints the result JSON').action(
     async (name: string, netns: string, options: AttachOptions) => {
+      const runtime = runtimeOf(options, io);
       const network = await load(name, options);
-      const added = await runtimeOf(options, io).add(network, attachment(netns, options));
+      const added = await runtime.add(network, attachment(netns, options));
       io.stdout.write(`${JSON.stringify(added.json, null, 2)}\n`);
     },
   );
   attachCommand(cni, 'check', 'check an attachment made by add').action(
     async (name: string, netns: string, options: AttachOptions) => {
+      const runtime = runtimeOf(options, io);
       const network = await load(name, options);
-      const checked = await runtimeOf(options, io).check(network, attachment(netns, options));
+      const checked = await runtime.check(network, attachment(netns, options));
       if (!checked.ran)
         io.stderr.write(`network ${JSON.stringify(name)} has disableCheck: nothing was checked\n`);
     },
@@ -159,8 +156,9 @@ export function cniCommand(io: CliIo): Command {
     'del',
     'detach a container from a network (also when its netns is gone)',
   ).action(async (name: string, netns: string, options: AttachOptions) => {
+    const runtime = runtimeOf(options, io);
     const network = await load(name, options);
-    await runtimeOf(options, io).del(network, attachment(netns, options));
+    await runtime.del(network, attachment(netns, options));
   });
 
   commonOptions(
@@ -169,8 +167,9 @@ export function cniCommand(io: CliIo): Command {
       .description("each plugin's supported versions, and the version the network runs at")
       .argument('<network>', 'the network name'),
   ).action(async (name: string, options: CommonOptions) => {
+    const runtime = runtimeOf(options, io);
     const network = await load(name, options);
-    const versions = await runtimeOf(options, io).versions(network);
+    const versions = await runtime.versions(network);
     io.stdout.write(`${JSON.stringify(versions, null, 2)}\n`);
   });
 

@@ -1,9 +1,8 @@
 import { Command, Option } from 'commander';
 import { unary } from '@allocnet/proto';
 import type { ConnectOptions } from './agent-client.js';
-import { securityOptions } from './agent-client.js';
-import { call, withAgent } from './alloc-command.js';
-import { ExitStatus, UsageError } from './errors.js';
+import { call, securityOptions, withAgent } from './agent-client.js';
+import { reportedFailure, usageError } from './errors.js';
 import type { CliIo } from './io.js';
 import { reapThroughAgent } from './operator-command.js';
 import { formatTable } from './table.js';
@@ -26,7 +25,7 @@ type FleetOptions = Omit<ConnectOptions, 'address'> & { node?: string[]; json?: 
 
 function nodesOf(options: FleetOptions): string[] {
   const nodes = options.node ?? [];
-  if (nodes.length === 0) throw new UsageError('give at least one --node ADDR');
+  if (nodes.length === 0) throw usageError('give at least one --node ADDR');
   return nodes;
 }
 
@@ -117,7 +116,10 @@ function fleetAction(io: CliIo, reap: boolean) {
         `${nodes.length} node(s), ${total} leaked allocation(s) ${reap ? 'reaped' : 'found'}${down > 0 ? `, ${down} node(s) did not answer` : ''}\n`,
       );
     }
-    if (results.some((r) => r.error !== undefined || r.failed > 0)) throw new ExitStatus(1);
+    if (results.some((r) => r.error !== undefined || r.failed > 0))
+      throw reportedFailure(
+        results.some((r) => r.error !== undefined) ? 'unavailable' : 'internal',
+      );
   };
 }
 

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
+import { messageOf } from '@allocnet/base';
 import {
   DEFAULT_CACHE_DIR,
   DEFAULT_CONF_DIR,
-  DEFAULT_PLUGIN_DIRS,
   createCniCache,
   createCniRuntime,
 } from '@allocnet/cni';
@@ -17,11 +17,11 @@ import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { unary } from '@allocnet/proto';
 import type { ReapLeaksProgress__Output, ReapSummary__Output } from '@allocnet/proto';
 import { Presets, SingleBar } from 'cli-progress';
-import { connectOptions } from './agent-client.js';
-import type { AgentConnection, ConnectOptions } from './agent-client.js';
-import { call, withAgent } from './alloc-command.js';
 import { createIptables } from '@allocnet/iptables-node';
-import { ExitStatus, UsageError } from './errors.js';
+import { call, connectOptions, withAgent } from './agent-client.js';
+import type { AgentConnection, ConnectOptions } from './agent-client.js';
+import { reportedFailure, usageError } from './errors.js';
+import { hostNetnsOf, pluginDirsOf } from './host-options.js';
 import type { CliIo } from './io.js';
 import { formatTable } from './table.js';
 
@@ -65,14 +65,8 @@ export async function localConfigurator(
   options: LocalOptions,
   io: CliIo,
 ): Promise<CniConfigurator> {
-  const netns = options.hostNetns === undefined ? undefined : `/run/netns/${options.hostNetns}`;
-  const fromEnv = io.env.CNI_PATH;
-  const pluginDirs =
-    options.pluginDir !== undefined && options.pluginDir.length > 0
-      ? options.pluginDir
-      : fromEnv === undefined || fromEnv === ''
-        ? DEFAULT_PLUGIN_DIRS
-        : fromEnv.split(':').filter((d) => d !== '');
+  const netns = hostNetnsOf(options.hostNetns)?.path;
+  const pluginDirs = pluginDirsOf(options.pluginDir, io);
   return createCniConfigurator({
     runtime: createCniRuntime({ pluginDirs, cacheDir: options.cacheDir }),
     iptables: {
@@ -87,7 +81,15 @@ export async function localConfigurator(
 
 /** The allocation ids of a `--known-file`: one per line; blank lines and `#` comments skipped. */
 export async function readKnownFile(file: string): Promise<string[]> {
-  const text = await readFile(file, 'utf8');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw usageError(
+      `--known-file ${JSON.stringify(file)} cannot be read: ${messageOf(error)}`,
+      error,
+    );
+  }
   const ids: string[] = [];
   text.split('\n').forEach((raw, i) => {
     const line = raw.replace(/#.*/, '').trim();
@@ -95,7 +97,7 @@ export async function readKnownFile(file: string): Promise<string[]> {
     try {
       ids.push(checkAllocId(line, `--known-file line ${i + 1}`));
     } catch (error) {
-      throw new UsageError(error instanceof Error ? error.message : String(error));
+      throw usageError(messageOf(error), error);
     }
   });
   return ids;
@@ -261,7 +263,7 @@ function printReap(
       f.netnsName === undefined || f.netnsName === '' ? f.allocId : `netns ${f.netnsName}`;
     io.stdout.write(`failed: ${what}: ${f.error}\n`);
   }
-  if (failed.length > 0) throw new ExitStatus(1);
+  if (failed.length > 0) throw reportedFailure('internal');
 }
 
 const EMPTY: StateLike = { rules: [], chains: [], reservations: [], cacheFiles: [] };
@@ -361,9 +363,7 @@ export function leaksCommand(io: CliIo): Command {
       const progress = progressReporter(io, options.json === true);
       if (options.local !== true) {
         if (options.knownFile !== undefined)
-          throw new UsageError(
-            '--known-file goes with --local; the agent knows its own allocations',
-          );
+          throw usageError('--known-file goes with --local; the agent knows its own allocations');
         if (options.reap === true) {
           const summary = await withAgent(options, (agent) =>
             reapThroughAgent(agent, {}, (done, total) => {

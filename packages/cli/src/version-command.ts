@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { unary } from '@allocnet/proto';
-import { connectOptions } from './agent-client.js';
+import { call, connectOptions, withAgent } from './agent-client.js';
 import type { ConnectOptions } from './agent-client.js';
-import { call, withAgent } from './alloc-command.js';
 import type { CliIo } from './io.js';
 
 /** This package's version, from its package.json. */

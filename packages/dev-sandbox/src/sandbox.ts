@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout } from 'node:timers/promises';
 import { createIpNetnsManager } from '@allocnet/netns';
 import type { IpNetnsManager } from '@allocnet/netns';
 import { startProcess } from '@allocnet/spawn';
@@ -165,7 +166,7 @@ async function waitReady(
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     // A human is waiting, not a test: polling the file a few times a second is fine.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await setTimeout(100);
   }
   if (child.exited) return undefined;
   throw new DevError(`the dev agent was not ready within ${timeoutMs} ms`, { code: 'not-ready' });

@@ -3,8 +3,9 @@
 // for the node, its state in a temp dir) and a walk through what allocnet does, every step a real
 // `allocnet` command with its real output:
 //   three allocations with ports; one reached through its host port from a client on another
-//   "host"; one allocation's namespace deleted out of band, and its teardown's forced-cleanup
-//   report; `allocnet leaks` showing nothing left; everything removed at the end.
+//   "host"; one allocation's namespace deleted out of band, its tagged NAT rules before and after
+//   its teardown (which removes them itself; the audit finds nothing left); `allocnet leaks`
+//   showing nothing left; everything removed at the end.
 // Nothing runs in the host's own network namespace; the sandbox, the allocations' namespaces, the
 // client namespace and the temp dir are removed at the end, also on failure or Ctrl-C.
 import { spawn } from 'node:child_process';
@@ -86,6 +87,14 @@ async function sh(argv: readonly string[]): Promise<string> {
   return (await execa(file as string, args)).stdout;
 }
 
+/** The node's nat rules that name `allocId` (the plugins tag theirs with it), as iptables-save prints them. */
+async function taggedNatRules(node: string, allocId: string): Promise<void> {
+  console.log(`   $ ip netns exec ${node} iptables-save -t nat | grep ${allocId}`);
+  const saved = (await execa('ip', ['netns', 'exec', node, 'iptables-save', '-t', 'nat'])).stdout;
+  const lines = saved.split('\n').filter((line) => line.includes(allocId));
+  for (const line of lines.length === 0 ? ['(none)'] : lines) console.log(`   ${line}`);
+}
+
 async function namespaces(): Promise<string[]> {
   return (await execa('ip', ['netns', 'list'])).stdout
     .split('\n')
@@ -148,12 +157,16 @@ async function main(): Promise<void> {
 
     step(4, 'web-2’s namespace disappears out of band (a crashed pause container, say)');
     await sh(['ip', 'netns', 'del', `${agent.sandbox}-web-2`]);
+    console.log(dim('   Its NAT rules are still on the node, tagged with its id:'));
+    await taggedNatRules(agent.sandbox, 'web-2');
     console.log(
       dim(
-        '   The plugins’ DEL says success and still leaves rules behind; the audit removes them:',
+        '   The teardown removes web-2’s DNAT and masquerade chains itself (one iptables-restore)\n' +
+          '   while the plugins’ DEL does the rest; its audit then finds nothing left behind:',
       ),
     );
     await allocnet(socket, ['alloc', 'teardown', 'web-2']);
+    await taggedNatRules(agent.sandbox, 'web-2');
 
     step(5, 'Nothing is left tagged with an allocation the agent does not know');
     const leaks = await allocnet(socket, ['leaks']);
