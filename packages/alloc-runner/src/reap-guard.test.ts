@@ -3,6 +3,7 @@
 // in) and the reconciler's hold (an operation already on the shared side is counted as known and
 // not waited for). The runner's use of it is in runner.test.ts and reconciler.test.ts.
 import { setImmediate } from 'node:timers/promises';
+import { isRunnerError } from './errors.js';
 import { createReapGuard } from './reap-guard.js';
 import { createDeferred } from './testing/index.js';
 
@@ -95,5 +96,28 @@ describe('createReapGuard', () => {
     );
     await expect(guard.admit('a')).resolves.toBeUndefined();
     await expect(guard.reap(() => Promise.resolve(2))).resolves.toBe(2);
+  });
+  it('lets a reap waiting for another leave when its signal aborts, and runs the next one', async () => {
+    const guard = createReapGuard(() => []);
+    const first = createDeferred();
+    const x1 = guard.reap(() => first.promise);
+    const controller = new AbortController();
+    let ran = false;
+    const x2 = guard.reap(() => {
+      ran = true;
+      return Promise.resolve();
+    }, controller.signal);
+    const x3 = guard.reap(() => Promise.resolve(3));
+    controller.abort(new Error('deadline'));
+    const refused = await x2.catch((error: unknown) => error);
+    expect(isRunnerError(refused) && [refused.code, refused.kind, refused.message]).toEqual([
+      'aborted',
+      'aborted',
+      'the reap of leaked state was aborted before its turn',
+    ]);
+    first.resolve();
+    await x1;
+    await expect(x3).resolves.toBe(3);
+    expect(ran).toBe(false);
   });
 });

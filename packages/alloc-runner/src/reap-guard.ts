@@ -15,6 +15,7 @@
 //   then after that reap. Setups never wait for one another here. A door needs nothing of its
 //   own: calling the runner is enough.
 // - exclusive: `reap(fn)` runs one reap at a time (a second waits for the first, in call order).
+//   A reap waiting for another one leaves at once when its caller's signal aborts.
 //   Its `known` is taken when it starts: every record, and every allocation with an operation
 //   queued or running (`live()`), i.e. everything on the shared side then. The reaper gives
 //   `known` to the configurator, so an operation that was already on the shared side is spared
@@ -27,12 +28,25 @@
 // instead of waited for. Both keep the same invariant, that a reap's `known` covers every
 // allocation whose state can change while it runs.
 
+import { RunnerError } from './errors.js';
+
 /** The guard that the queue and the reapers share (context.ts builds one per runner). */
 export interface ReapGuard {
   /** Waits while a reap that did not count `allocId` as known is under way. */
   admit(allocId: string): Promise<void>;
-  /** Runs `fn` as the only reap, with the ids it must spare; the next reap waits for it. */
-  reap<T>(fn: (known: ReadonlySet<string>) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` as the only reap, with the ids it must spare; the next reap waits for it. A
+   * `signal` that aborts while this reap waits for an earlier one rejects it at once with
+   * `aborted` and `fn` never runs; once it has started, the signal is `fn`'s to honour.
+   */
+  reap<T>(fn: (known: ReadonlySet<string>) => Promise<T>, signal?: AbortSignal): Promise<T>;
+}
+
+function abortedReap(signal: AbortSignal): RunnerError {
+  return new RunnerError('the reap of leaked state was aborted before its turn', {
+    code: 'aborted',
+    cause: signal.reason,
+  });
 }
 
 /** `live()`: the ids a reap must spare when it starts (every record, every queued operation). */
@@ -60,13 +74,28 @@ export function createReapGuard(live: () => Iterable<string>): ReapGuard {
       while (current !== undefined && !current.known.has(allocId)) await current.done;
     },
 
-    reap(fn) {
-      const result = tail.then(() => run(fn));
+    reap(fn, signal) {
+      let started = false;
+      const result = tail.then(() => {
+        if (signal?.aborted === true) throw abortedReap(signal);
+        started = true;
+        return run(fn);
+      });
       tail = result.then(
         () => undefined,
         () => undefined,
       );
-      return result;
+      if (signal === undefined) return result;
+      return new Promise((resolve, reject) => {
+        const onAbort = () => {
+          if (!started) reject(abortedReap(signal));
+        };
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+        result.then(resolve, reject).finally(() => {
+          signal.removeEventListener('abort', onAbort);
+        });
+      });
     },
   };
 }

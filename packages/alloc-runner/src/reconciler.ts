@@ -211,7 +211,7 @@ function guardedPass(
       failed: report.failed.map((f) => ({ what: `allocation "${f.allocId}"`, error: f.error })),
       strays,
     };
-  });
+  }, signal);
 }
 
 async function reconcileNow(
@@ -357,12 +357,14 @@ export async function reapLeaks(
   ctx: RunnerContext,
   options: ReapOptions,
 ): Promise<RunnerReapReport> {
-  const report = await ctx.guard.reap((known) =>
-    ctx.leaks.reapLeaks(known, {
-      ...callOf(options.signal),
-      ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-    }),
+  const report = await ctx.guard.reap(
+    (known) =>
+      ctx.leaks.reapLeaks(known, {
+        ...callOf(options.signal),
+        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+        ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+      }),
+    options.signal,
   );
   ctx.counters.leaksFound += report.reaped.length + report.failed.length;
   ctx.counters.leaksReaped += report.reaped.length;

@@ -42,9 +42,7 @@ export interface ConfiguratorCall {
  * removes the allocation's network whether or not an attachment is given (the audit's sweep);
  * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`.
  */
-export interface RecordingConfigurator
-  // `ensureHostPrerequisites` is leaving the configurator: the fake no longer has it.
-  extends Omit<CniConfigurator, 'ensureHostPrerequisites'> {
+export interface RecordingConfigurator extends CniConfigurator {
   readonly calls: readonly ConfiguratorCall[];
   /** The calls of one method, in order. */
   callsOf(method: ConfiguratorMethod): readonly ConfiguratorCall[];
