@@ -49,8 +49,9 @@ import type {
 export interface OperatorServiceClient extends grpc.Client {
   /**
    * Removes everything tagged with an allocation (rules, chains, IPAM reservations, cache files)
-   * whether or not the agent knows it, without running the plugins. With `dry_run` it only
-   * reports what it would remove.
+   * whether or not the agent knows it, without running the plugins, in the allocation's turn:
+   * after any setup, check or teardown of it under way. With `dry_run` it only reports what it
+   * would remove.
    */
   ForceCleanup(
     argument: _allocnet_v1_ForceCleanupRequest,
@@ -74,8 +75,9 @@ export interface OperatorServiceClient extends grpc.Client {
   ): grpc.ClientUnaryCall;
   /**
    * Removes everything tagged with an allocation (rules, chains, IPAM reservations, cache files)
-   * whether or not the agent knows it, without running the plugins. With `dry_run` it only
-   * reports what it would remove.
+   * whether or not the agent knows it, without running the plugins, in the allocation's turn:
+   * after any setup, check or teardown of it under way. With `dry_run` it only reports what it
+   * would remove.
    */
   forceCleanup(
     argument: _allocnet_v1_ForceCleanupRequest,
@@ -279,8 +281,9 @@ export interface OperatorServiceClient extends grpc.Client {
 export interface OperatorServiceHandlers extends grpc.UntypedServiceImplementation {
   /**
    * Removes everything tagged with an allocation (rules, chains, IPAM reservations, cache files)
-   * whether or not the agent knows it, without running the plugins. With `dry_run` it only
-   * reports what it would remove.
+   * whether or not the agent knows it, without running the plugins, in the allocation's turn:
+   * after any setup, check or teardown of it under way. With `dry_run` it only reports what it
+   * would remove.
    */
   ForceCleanup: grpc.handleUnaryCall<
     _allocnet_v1_ForceCleanupRequest__Output,
