@@ -68,11 +68,20 @@ async function namespacesStartingWith(prefix: string): Promise<string[]> {
   return (await readdir('/run/netns')).filter((n) => n.startsWith(prefix));
 }
 
-/** What the soak said it made, checked gone. */
-async function expectAllRemoved(ready: RegExpExecArray): Promise<void> {
+/**
+ * What the soak said it made, checked gone. A namespace left is reported with the soak's whole
+ * stderr (its cleanup logs what it could not remove, and when the agent had to be killed).
+ */
+async function expectAllRemoved(ready: RegExpExecArray, soak: Soak): Promise<void> {
   const [, node = '', netnsPrefix = '', dir = ''] = ready;
-  expect(await namespacesStartingWith(node)).toEqual([]);
-  expect(await namespacesStartingWith(netnsPrefix)).toEqual([]);
+  const left = [
+    ...(await namespacesStartingWith(node)),
+    ...(await namespacesStartingWith(netnsPrefix)),
+  ];
+  expect({ left, stderr: left.length === 0 ? '' : soak.stderr() }).toEqual({
+    left: [],
+    stderr: '',
+  });
   expect(existsSync(dir)).toBe(false);
 }
 
@@ -114,7 +123,7 @@ it('churns 64 cycles 8 wide with no failure and a clean node, and removes what i
   expect(setup.p99).toBeGreaterThanOrEqual(setup.p50);
   expect(soak.stderr()).toContain('soak: 64/64 cycles, 0 failed, ');
   expect(soak.stderr()).toContain('soak: leak check\n');
-  await expectAllRemoved(ready);
+  await expectAllRemoved(ready, soak);
 });
 
 it('on Ctrl-C stops the churn, removes the agent, its namespaces and files, and exits 130', async () => {
@@ -128,7 +137,7 @@ it('on Ctrl-C stops the churn, removes the agent, its namespaces and files, and 
     /\nsoak FAILED: soak interrupted \(SIGINT or SIGTERM\); the node and the agent were removed\n$/,
   );
   expect(soak.stdout()).toBe('');
-  await expectAllRemoved(ready);
+  await expectAllRemoved(ready, soak);
 });
 
 it('refuses a bad flag with exit status 2, naming it, before making anything', async () => {
