@@ -73,7 +73,7 @@ async function reboot(agent: AgentProcess): Promise<void> {
 
 async function status(allocId: string) {
   const { status: s } = await unary(host.alloc(), 'GetAllocNetwork', { allocId });
-  if (s === undefined || s === null) throw new Error(`no status for ${allocId}`);
+  if (s === null) throw new Error(`no status for ${allocId}`);
   return s;
 }
 

@@ -213,7 +213,7 @@ export async function holdRecorded(
   const attachments = ctx.store
     .list()
     .filter((r) => r.phase === 'ready')
-    .flatMap((r) => (r.attachment === undefined ? [] : [r.attachment as AllocAttachment]));
+    .flatMap((r) => (r.attachment === undefined ? [] : [r.attachment]));
   if (attachments.length === 0) return;
   try {
     const report = await ctx.networking.holdAddresses(attachments, callOf(signal));

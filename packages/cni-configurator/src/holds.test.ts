@@ -151,7 +151,7 @@ describe('setup with reclaim', () => {
     // The holds are gone (the fake plugin reserves nothing in their place).
     expect(await files()).toEqual({});
     expect(
-      JSON.parse(attachment.network.config).plugins.some(
+      (JSON.parse(attachment.network.config) as { plugins: { args?: unknown }[] }).plugins.some(
         (p: { args?: unknown }) => p.args !== undefined,
       ),
     ).toBe(false);

@@ -108,7 +108,10 @@ export async function keepAsHolds(
  * `ipam` (bridge hands its own config to its IPAM plugin). Other keys of `args` stay. The bytes
  * (what the CNI cache and the record keep) are the network's own: CHECK and DEL use them.
  */
-export function withRequestedIps(network: NetworkConfig, addresses: readonly string[]): NetworkConfig {
+export function withRequestedIps(
+  network: NetworkConfig,
+  addresses: readonly string[],
+): NetworkConfig {
   const object = (v: unknown): Record<string, unknown> =>
     typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
   return {

@@ -38,6 +38,12 @@ interface Waiter {
   readonly onAbort: () => void;
 }
 
+/** The error a waiter is rejected with: the signal's reason (an AbortSignal's is an Error). */
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error('aborted', { cause: reason });
+}
+
 function other(cls: RoomClass): RoomClass {
   return cls === 'reclaim' ? 'new' : 'reclaim';
 }
@@ -96,7 +102,7 @@ export function createRoom(): Room {
     waiting: (cls) => queues[cls].length,
 
     enter(cls, signal) {
-      if (signal?.aborted === true) return Promise.reject(signal.reason);
+      if (signal?.aborted === true) return Promise.reject(abortReason(signal));
       if (inside === 0 || (current === cls && queues[other(cls)].length === 0)) {
         current = cls;
         inside++;
@@ -114,7 +120,7 @@ export function createRoom(): Room {
             if (at >= 0) queue.splice(at, 1);
             // The last waiter of its class gone: those of the class inside waited only for it.
             if (queue.length === 0 && current === other(cls) && inside > 0) admitAll(current);
-            reject(signal?.reason);
+            if (signal !== undefined) reject(abortReason(signal));
           },
         };
         signal?.addEventListener('abort', waiter.onAbort, { once: true });

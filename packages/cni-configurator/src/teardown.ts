@@ -36,7 +36,6 @@ import type {
   CleanupReport,
   HostState,
   LeakSweeper,
-  OperationOptions,
   TeardownOptions,
   TeardownReport,
 } from './types.js';
