@@ -17,6 +17,8 @@ function stats(extra: Partial<RunnerStats> = {}): RunnerStats {
     checkFailures: 0,
     restored: 0,
     recreated: 0,
+    reclaimed: 0,
+    addressesLost: 0,
     restoreFailures: 0,
     reconciles: 0,
     reconcileFailures: 0,
@@ -173,6 +175,21 @@ describe('createAgentMetrics', () => {
     // Scraped again without a change: nothing counted twice.
     expect(await samples(m, 'allocnet_leaks_found_total')).toEqual([
       'allocnet_leaks_found_total 7',
+    ]);
+  });
+
+  it('counts the allocations restore re-claimed and the addresses it lost', async () => {
+    let now = stats({ reclaimed: 28, addressesLost: 2 });
+    const m = createAgentMetrics({ stats: () => now, version: '1', processMetrics: false });
+    expect(await samples(m, 'allocnet_restore_addresses_reclaimed_total')).toEqual([
+      'allocnet_restore_addresses_reclaimed_total 28',
+    ]);
+    expect(await samples(m, 'allocnet_restore_addresses_lost_total')).toEqual([
+      'allocnet_restore_addresses_lost_total 2',
+    ]);
+    now = stats({ reclaimed: 28, addressesLost: 3 });
+    expect(await samples(m, 'allocnet_restore_addresses_lost_total')).toEqual([
+      'allocnet_restore_addresses_lost_total 3',
     ]);
   });
 

@@ -149,6 +149,18 @@ function runnerMetrics(registers: Registers, stats: () => RunnerStats | undefine
     'Leaked allocations the last reconcile pass left on the node (report mode: all it found; reap mode: those it could not remove)',
     () => stats()?.leakedLeft ?? 0,
   );
+  mirroredCounter(
+    registers,
+    'allocnet_restore_addresses_reclaimed_total',
+    'Allocations restore set up again with exactly their recorded addresses (held at start, re-claimed from host-local)',
+    () => stats()?.reclaimed,
+  );
+  mirroredCounter(
+    registers,
+    'allocnet_restore_addresses_lost_total',
+    'Recorded addresses restore could not give back (outside the network’s ranges now, reserved by another allocation, or refused by the IPAM plugin): the allocation is FAILED, naming the address',
+    () => stats()?.addressesLost,
+  );
   readGauge(
     registers,
     'allocnet_stray_namespaces',

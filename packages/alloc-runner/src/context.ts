@@ -54,6 +54,10 @@ export interface RunnerCounters {
   checkFailures: number;
   restored: number;
   recreated: number;
+  /** Recreated allocations that got exactly their recorded addresses back (holds, reclaim). */
+  reclaimed: number;
+  /** Recorded addresses a recreate could not re-claim (the allocation failed, or came back elsewhere). */
+  addressesLost: number;
   restoreFailures: number;
   reconciles: number;
   reconcileFailures: number;
@@ -76,6 +80,8 @@ export function zeroCounters(): RunnerCounters {
     checkFailures: 0,
     restored: 0,
     recreated: 0,
+    reclaimed: 0,
+    addressesLost: 0,
     restoreFailures: 0,
     reconciles: 0,
     reconcileFailures: 0,

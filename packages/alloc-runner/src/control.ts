@@ -7,7 +7,7 @@ import { RunnerError } from './errors.js';
 import type { RunnerSettings } from './options.js';
 import { createReconciler } from './reconciler.js';
 import type { ReconcileReport } from './reconciler.js';
-import { restore } from './restore.js';
+import { holdRecorded, restore } from './restore.js';
 import type { RestoreReport } from './restore.js';
 import { createStoreRetry } from './store-retry.js';
 
@@ -61,6 +61,9 @@ export function createRunControl(ctx: RunnerContext, settings: RunnerSettings): 
   const storeRetry = createStoreRetry(ctx, { intervalMs: storeRetryMs, closing: () => closing });
   // Aborted by close(): a restore under way stops (what is not restored yet is, next start).
   const closeSignal = new AbortController();
+  // Operations are admitted (to the queue) once the recorded addresses are held (`begin`);
+  // undefined when they are (or there was nothing to hold), so an operation enters at once.
+  let admitted: Promise<void> | undefined;
 
   /** `run`, then starts the store retry if a write found the data dir full. */
   async function andKick<T>(run: Promise<T>): Promise<T> {
@@ -86,7 +89,14 @@ export function createRunControl(ctx: RunnerContext, settings: RunnerSettings): 
         ? closeSignal.signal
         : AbortSignal.any([opts.signal, closeSignal.signal]);
     const restoring = ctx.store.list().length;
+    // Quick (a small file per address), and before any operation: no setup runs an IPAM plugin
+    // before every recorded address is held.
+    const holding = holdRecorded(ctx, signal).finally(() => {
+      if (admitted === holding) admitted = undefined;
+    });
+    admitted = holding;
     const done = (async () => {
+      await holding;
       const restored = await andKick(restore(ctx, signal));
       let reconciled: ReconcileReport;
       try {
@@ -101,7 +111,12 @@ export function createRunControl(ctx: RunnerContext, settings: RunnerSettings): 
 
   return {
     refuseIfClosing,
-    inTurn: (allocId, fn, caller) => andKick(inTurn(ctx, allocId, fn, caller)),
+    inTurn: (allocId, fn, caller) =>
+      andKick(
+        admitted === undefined
+          ? inTurn(ctx, allocId, fn, caller)
+          : admitted.then(() => inTurn(ctx, allocId, fn, caller)),
+      ),
     restore: (signal) => andKick(restore(ctx, signal)),
     begin,
 

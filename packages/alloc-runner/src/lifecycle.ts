@@ -48,10 +48,12 @@ export async function undo(
   allocId: string,
   attachment: AllocAttachment | undefined,
   netnsName: string | undefined,
+  keepHolds = false,
 ): Promise<string[]> {
   const problems: string[] = [];
   try {
-    await ctx.networking.teardown(allocId, attachment);
+    if (keepHolds) await ctx.networking.teardown(allocId, attachment, { keepHolds });
+    else await ctx.networking.teardown(allocId, attachment);
   } catch (error) {
     problems.push(`the configurator's teardown failed: ${messageOf(error)}`);
   }
@@ -68,14 +70,15 @@ export async function undo(
 /**
  * Sets the allocation up from nothing: the intent record (committed and synced), the namespace,
  * the configurator's setup, the ready record. Any failure rolls back (the configurator's
- * teardown, the namespace if this call made it, the record) and throws `setup-failed`.
+ * teardown, the namespace if this call made it, the record) and throws `setup-failed`. With
+ * `reclaim`, the configurator sets it up with exactly those addresses (restore's recreate).
  */
 export async function freshSetup(
   ctx: RunnerContext,
   spec: RunnerSpec,
   plan: NetnsPlan,
   signal: AbortSignal | undefined,
-  cniArgsHint?: Readonly<Record<string, string>>,
+  reclaim?: readonly string[],
 ): Promise<AllocRecord> {
   const { store, netns } = ctx;
   const allocId = spec.allocId;
@@ -104,13 +107,10 @@ export async function freshSetup(
       madeNetns = plan.name;
       ctx.crash('setup:after-netns');
     }
-    const configSpec = configuratorSpec(spec);
     const outcome = await ctx.networking.setup(
-      cniArgsHint === undefined
-        ? configSpec
-        : { ...configSpec, cniArgs: { ...(configSpec.cniArgs ?? {}), ...cniArgsHint } },
+      configuratorSpec(spec),
       netnsPath,
-      callOf(signal),
+      reclaim === undefined ? callOf(signal) : { ...callOf(signal), reclaim },
     );
     attachment = outcome.attachment;
     ctx.crash('setup:after-add');
@@ -293,17 +293,18 @@ export async function recordFailed(
   await ctx.store.put(makeRecord(ctx, { ...rec, phase: 'failed' }, { error: why }));
 }
 
-/** A hint that makes host-local give back the address the allocation had (IPv4 only). */
-function addressHint(rec: AllocRecord): Readonly<Record<string, string>> | undefined {
-  const address = rec.status?.address ?? '';
-  if (address === '' || rec.spec.cniArgs?.IP !== undefined) return undefined;
-  return { IP: address };
+/** The addresses a recreate re-claims: every recorded one, v4 and v6 (none: any address). */
+export function reclaimOf(rec: AllocRecord): readonly string[] | undefined {
+  const addresses = rec.attachment?.addresses ?? [];
+  return addresses.length === 0 ? undefined : addresses;
 }
 
 /**
  * Tears a ready allocation down and sets it up again once, in the same namespace path (a
- * namespace the runner made and that is still there is kept: the tasks may run in it). With
- * the address it had when host-local can give it back; otherwise any address.
+ * namespace the runner made and that is still there is kept: the tasks may run in it), with
+ * exactly its recorded addresses: the teardown leaves them held and the setup re-claims them
+ * (the configurator's holds.ts). Never with another address: when one cannot be re-claimed the
+ * setup fails (restore records the allocation failed, naming the address).
  */
 export async function recreate(
   ctx: RunnerContext,
@@ -317,21 +318,11 @@ export async function recreate(
       { attachment: rec.attachment, status: rec.status },
     ),
   );
-  const problems = await undo(ctx, rec.allocId, rec.attachment, undefined);
+  const reclaim = reclaimOf(rec);
+  const problems = await undo(ctx, rec.allocId, rec.attachment, undefined, reclaim !== undefined);
   if (problems.length > 0) throw new Error(problems.join('; '));
   const plan: NetnsPlan = rec.netnsCreated
     ? { kind: 'reuse', name: madeName(rec) }
     : { kind: 'given', path: rec.netnsPath };
-  const hint = addressHint(rec);
-  if (hint !== undefined) {
-    try {
-      return await freshSetup(ctx, rec.spec, plan, signal, hint);
-    } catch (error) {
-      ctx.log.warn('setting the allocation up again with its address failed; trying any address', {
-        allocId: rec.allocId,
-        error: messageOf(error),
-      });
-    }
-  }
-  return freshSetup(ctx, rec.spec, plan, signal);
+  return freshSetup(ctx, rec.spec, plan, signal, reclaim);
 }

@@ -3,11 +3,14 @@
 // namespace is gone). `restore` runs at start for every record; `settle` runs before any
 // operation on an allocation whose record a crash left mid-way and restore has not reached yet.
 // Both run in the allocation's turn of the queue, so they never race an operation on it.
+// `holdRecorded` runs before both, at start, before any operation is admitted (control.ts): the
+// recorded addresses of `ready` records are held (the configurator's holds.ts), so that no setup
+// is handed one while restore sets their allocations up again with exactly them.
 import type { AllocAttachment } from '@allocnet/cni-configurator';
 import { callOf, inTurn, logInfo, madeName } from './context.js';
 import type { RunnerContext } from './context.js';
 import { RunnerError, kindOf, messageOf } from './errors.js';
-import { freshSetup, netnsPlanOf, recordFailed, recreate, undo } from './lifecycle.js';
+import { freshSetup, netnsPlanOf, reclaimOf, recordFailed, recreate, undo } from './lifecycle.js';
 import type { AllocPhase, AllocRecord } from './record.js';
 import { finishTeardown } from './teardown.js';
 
@@ -155,16 +158,72 @@ async function restoreReady(
     return outcome('failed', false, why);
   }
   ctx.log.warn('restore: setting the allocation up again', { allocId, reason: why });
+  const reclaim = reclaimOf(rec) ?? [];
+  const with_ = reclaim.length === 0 ? '' : ` with its recorded address ${reclaim.join(', ')}`;
+  let again: AllocRecord;
   try {
-    await recreate(ctx, rec, signal);
+    again = await recreate(ctx, rec, signal);
   } catch (error) {
-    const failure = `${why}; setting it up again failed: ${messageOf(error)}`;
+    const failure = `${why}; setting it up again${with_} failed: ${messageOf(error)}`;
     await recordFailed(ctx, rec, failure);
     counters.restoreFailures++;
+    // Undone, its holds with it: the addresses are free for others now (an abort: the next
+    // start holds them again, the record being failed does not keep them).
+    if (kindOf(error) !== 'aborted') lostAddresses(ctx, rec, reclaim, messageOf(error));
     return outcome('failed', present, failure);
   }
   counters.recreated++;
+  if (reclaim.length > 0) {
+    const now = new Set(again.attachment?.addresses ?? []);
+    const elsewhere = reclaim.filter((a) => !now.has(a));
+    // Only a network without host-local can do this (its IPAM is not asked): say so.
+    if (elsewhere.length > 0)
+      lostAddresses(ctx, rec, elsewhere, `it came back on ${[...now].join(', ')}`);
+    else counters.reclaimed++;
+  }
   return outcome('recreated', present, why);
+}
+
+/** Counts and logs recorded addresses a recreate could not give back. */
+function lostAddresses(
+  ctx: RunnerContext,
+  rec: AllocRecord,
+  addresses: readonly string[],
+  reason: string,
+): void {
+  ctx.counters.addressesLost += addresses.length;
+  for (const address of addresses)
+    ctx.log.warn('restore: the allocation lost its recorded address', {
+      allocId: rec.allocId,
+      network: rec.attachment?.network.name,
+      address,
+      reason,
+    });
+}
+
+/**
+ * Holds the recorded addresses of every `ready` record (the configurator's `holdAddresses`)
+ * before any operation is admitted. Never throws: a failure is logged, and restore re-claims
+ * what it can (an address someone took meanwhile fails its allocation, named, never swapped).
+ */
+export async function holdRecorded(
+  ctx: RunnerContext,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const attachments = ctx.store
+    .list()
+    .filter((r) => r.phase === 'ready')
+    .flatMap((r) => (r.attachment === undefined ? [] : [r.attachment]));
+  if (attachments.length === 0) return;
+  try {
+    const report = await ctx.networking.holdAddresses(attachments, callOf(signal));
+    for (const lost of report.lost)
+      ctx.log.warn('restore: a recorded address cannot be held', { ...lost });
+  } catch (error) {
+    ctx.log.warn('holding the recorded addresses failed; restore re-claims them as it can', {
+      error: messageOf(error),
+    });
+  }
 }
 
 /**

@@ -856,6 +856,9 @@ describe('a start with the restore in the background', () => {
     expect(report.restore.counts.kept).toBe(2);
     expect([runner.stats().restoring, runner.list().map((r) => r.allocId)]).toEqual([0, [B, C]]);
     const calls = configurator.calls.map((c) => [c.method, c.allocId]);
+    // The recorded addresses are held first, then the restore and the new setup.
+    expect(configurator.callsOf('holdAddresses').map((c) => c.held)).toEqual([[B, A]]);
+    calls.shift();
     // The first reconcile (after the restore) and A's teardown may come in either order.
     expect(calls.slice(0, 3)).toEqual([
       ['check', B],
@@ -866,6 +869,32 @@ describe('a start with the restore in the background', () => {
       ['reapLeaks', undefined],
       ['teardown', A],
     ]);
+  });
+
+  it('admits no operation before the recorded addresses are held', async () => {
+    const first = await make();
+    await first.runner.setup(spec(A));
+    await first.runner.close();
+    first.configurator.clearCalls();
+
+    const { runner, configurator } = await make(first);
+    const holding = createDeferred();
+    const arrived = createDeferred();
+    configurator.before = async (call) => {
+      if (call.method !== 'holdAddresses') return;
+      arrived.resolve();
+      await holding.promise;
+    };
+    const background = runner.startInBackground();
+    await arrived.promise;
+    const setup = runner.setup(spec(C));
+    await setImmediate();
+    expect(configurator.calls.map((c) => c.method)).toEqual(['holdAddresses']);
+    holding.resolve();
+    await setup;
+    await background.done;
+    expect(configurator.callsOf('holdAddresses').map((c) => c.held)).toEqual([[A]]);
+    expect(configurator.callsOf('setup').map((c) => c.allocId)).toEqual([C]);
   });
 
   it('is stopped by close(): what was not restored is restored at the next start', async () => {
@@ -934,12 +963,15 @@ describe('restore', () => {
       },
     ]);
     expect(configurator.calls.map((c) => c.method)).toEqual(['check', 'teardown', 'setup']);
-    expect(configurator.callsOf('setup')[0]?.spec?.cniArgs).toEqual({ IP: status.address });
+    // The teardown leaves the addresses held; the setup re-claims exactly them.
+    expect(configurator.callsOf('teardown')[0]?.keepHolds).toBe(true);
+    expect(configurator.callsOf('setup')[0]?.reclaim).toEqual([status.address]);
+    expect(configurator.callsOf('setup')[0]?.spec?.cniArgs).toBeUndefined();
     // The namespace stays (the tasks may run in it): no remove, no create.
     expect(netns.calls.filter((c) => c.method !== 'exists')).toEqual([]);
     expect(runner.get(A)).toMatchObject({ phase: 'ready', status: { address: status.address } });
-    // The stored spec is the caller's; the hint is only in the attachment's args.
     expect(runner.get(A)?.spec).toEqual(spec(A));
+    expect(runner.stats()).toMatchObject({ recreated: 1, reclaimed: 1, addressesLost: 0 });
   });
 
   it('makes the namespace again when it is gone (a reboot)', async () => {
@@ -1001,21 +1033,50 @@ describe('restore', () => {
     expect(runner.get(A)).toEqual(ready);
   });
 
-  it('takes any address when the old one cannot be had', async () => {
+  it('records failed, naming the address, an allocation whose address cannot be re-claimed', async () => {
     const first = await make();
     await first.runner.setup(spec(A));
     await first.runner.close();
+    first.netns.delete(`alloc-${A}`);
     first.configurator.clearCalls();
-    const { runner, configurator } = await make(first);
-    configurator.fail('check', checkFailed('no eth0'));
-    configurator.fail('setup', new Error('requested IP address 172.26.64.2 is not available'));
+    const warned: { message: string; meta: Record<string, unknown> | undefined }[] = [];
+    const logger = {
+      debug: () => undefined,
+      warn: (message: string, meta?: Record<string, unknown>) => warned.push({ message, meta }),
+    };
+    const { runner, configurator } = await make({ ...first, logger });
+    const lost =
+      'setting up "6b235529-8111-4bbe-520b-d639b1d2a94e" in network "nomad" with its recorded address 172.26.64.2 failed: it is outside every range of network "nomad"\'s config';
+    configurator.fail(
+      'setup',
+      new ConfiguratorError(lost, {
+        code: 'address-lost',
+        allocId: A,
+        network: 'nomad',
+        address: '172.26.64.2',
+      }),
+    );
     const report = await runner.restore();
-    expect(report.counts.recreated).toBe(1);
-    expect(configurator.callsOf('setup').map((c) => c.spec?.cniArgs)).toEqual([
-      { IP: '172.26.64.2' },
-      undefined,
+    const why = `namespace "/run/netns/alloc-${A}" is gone; setting it up again with its recorded address 172.26.64.2 failed: setup of allocation "${A}" failed: ${lost}`;
+    expect(report.outcomes).toEqual([
+      { allocId: A, from: 'ready', result: 'failed', checked: false, error: why },
     ]);
-    expect(runner.get(A)?.status?.address).toBe('172.26.64.3');
+    // Never any other address: one setup, and the rollback released the hold with the rest.
+    expect(configurator.callsOf('setup').map((c) => c.reclaim)).toEqual([['172.26.64.2']]);
+    expect(configurator.attached.size).toBe(0);
+    expect(runner.get(A)).toMatchObject({ phase: 'failed', error: why });
+    expect(runner.stats()).toMatchObject({ addressesLost: 1, reclaimed: 0, restoreFailures: 1 });
+    expect(warned.filter((l) => l.message.includes('lost'))).toEqual([
+      {
+        message: 'restore: the allocation lost its recorded address',
+        meta: {
+          allocId: A,
+          network: 'nomad',
+          address: '172.26.64.2',
+          reason: `setup of allocation "${A}" failed: ${lost}`,
+        },
+      },
+    ]);
   });
 
   it('reports failed an allocation whose task driver namespace is gone, leaving nothing', async () => {

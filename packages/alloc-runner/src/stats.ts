@@ -24,6 +24,10 @@ export interface RunnerStats {
   readonly checkFailures: number;
   readonly restored: number;
   readonly recreated: number;
+  /** Recreated allocations that got exactly their recorded addresses back. */
+  readonly reclaimed: number;
+  /** Recorded addresses a recreate could not re-claim (reported on the allocation and logged). */
+  readonly addressesLost: number;
   readonly restoreFailures: number;
   readonly reconciles: number;
   readonly reconcileFailures: number;

@@ -760,7 +760,13 @@ describe('forceCleanup', () => {
       ),
     );
     expect(report.removed.reservations).toEqual([
-      { network: 'nomad', address: '172.26.64.2', path: join(ipam, '172.26.64.2'), allocId: ID },
+      {
+        network: 'nomad',
+        address: '172.26.64.2',
+        path: join(ipam, '172.26.64.2'),
+        allocId: ID,
+        hold: false,
+      },
     ]);
     expect(await readdir(ipam)).toEqual(['172.26.64.3']);
   });

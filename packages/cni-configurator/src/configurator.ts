@@ -1,9 +1,10 @@
 // The configurator's facade: one context (context.ts) shared by the operations, each written
 // where its concern lives — setup.ts (setup, the first-setup gates; add.ts the ADD with retry,
 // host.ts the host prerequisites), check.ts (CHECK), teardown.ts (DEL, the audit, forced cleanup), leaks.ts
-// (find and reap). Only teardown.ts and leaks.ts use the sweep (sweep.ts).
+// (find and reap), holds.ts (holding recorded addresses, reclaiming them). Only teardown.ts and leaks.ts use the sweep (sweep.ts).
 import { createCheck } from './check.js';
 import { createContext } from './context.js';
+import { holdAddresses } from './holds.js';
 import { createLeaks } from './leaks.js';
 import { createSetup } from './setup.js';
 import { createTeardown } from './teardown.js';
@@ -15,7 +16,8 @@ import type { CniConfigurator, CniConfiguratorOptions } from './types.js';
  *
  * Concurrency: operations on different allocations run in parallel. The only waits are the
  * first-setup gates (see gates.ts, setup.ts): while the bridge, or a family's firewall or portmap
- * chains, have never been set up by this process, setups that need them run one at a time.
+ * chains, have never been set up by this process, setups that need them run one at a time; and
+ * the rooms (room.ts): in a host-local directory, reclaiming ADDs and other ADDs take turns.
  * Callers (the runner) never run two operations on one allocation at once.
  */
 export async function createCniConfigurator(
@@ -32,6 +34,7 @@ export async function createCniConfigurator(
     ...createCheck(ctx),
     ...createTeardown(ctx),
     ...createLeaks(ctx),
+    holdAddresses: (attachments, opts) => holdAddresses(ctx, attachments, opts),
     close() {
       ctx.catalog.close();
       return Promise.resolve();

@@ -5,8 +5,8 @@
 // teardown.ts and leaks.ts; what they share is visible here, and state one of them keeps for
 // itself (setup's gates, CHECK's chains) stays in that module.
 //
-// Concurrency: operations run in parallel and all use this object. Nothing in it is a lock or
-// needs one: the catalog swaps whole snapshots (an operation keeps the one it took at its start);
+// Concurrency: operations run in parallel and all use this object. Nothing in it but the rooms
+// (room.ts, the rule written there) is a lock or needs one: the catalog swaps whole snapshots (an operation keeps the one it took at its start);
 // the caches are filled synchronously by pure functions of a config's bytes (two operations that
 // miss at once compute the same value); the chain reader shares reads between concurrent callers
 // (chain-reader.ts).
@@ -18,6 +18,8 @@ import { batchedChainReader } from './chain-reader.js';
 import type { ReadChain } from './chain-reader.js';
 import { invalidField } from './errors.js';
 import { networkFacts } from './facts.js';
+import { createRooms } from './room.js';
+import type { Room } from './room.js';
 import type { NetworkFacts } from './facts.js';
 import { createCatalog, defaultNetworkConfig, defaultNetworkSettings } from './networks.js';
 import type { Catalog, CatalogSnapshot, DefaultNetworkSettings } from './networks.js';
@@ -52,6 +54,8 @@ export interface ConfiguratorContext {
   readonly catalog: Catalog;
   /** CHECKs and the teardown audit read single chains through it: concurrent callers share reads. */
   readonly readChain: ReadChain;
+  /** The room of a host-local directory (room.ts): reclaims and new setups take turns in it. */
+  readonly room: (dir: string) => Room;
   /** A network's facts, read once per distinct config. */
   factsOf(network: NetworkConfig): NetworkFacts;
   /** The network an attachment was set up with, parsed once per distinct config. */
@@ -115,6 +119,7 @@ export async function createContext(options: CniConfiguratorOptions): Promise<Co
     },
     catalog,
     readChain: batchedChainReader(iptables),
+    room: createRooms(),
     factsOf,
     snapshotNetwork(a) {
       let network = snapshots.get(a.network.config);

@@ -14,6 +14,8 @@ export { messageOf };
  * - `check-failed` (broken): CHECK found the allocation's network broken;
  * - `teardown-failed`, `cleanup-failed` (internal, or the cause's `unavailable`/`aborted`):
  *   state tagged with the allocation could not be removed;
+ * - `address-lost` (conflict): a reclaim's recorded address is outside the network's ranges or
+ *   reserved by another allocation (`address` names it); nothing ran;
  * - `aborted` (aborted): the caller's signal fired; what was applied was undone.
  */
 export type ConfiguratorErrorCode =
@@ -24,6 +26,7 @@ export type ConfiguratorErrorCode =
   | 'check-failed'
   | 'teardown-failed'
   | 'cleanup-failed'
+  | 'address-lost'
   | 'aborted';
 
 const KINDS: Readonly<Record<ConfiguratorErrorCode, ErrorKind | 'from-cause'>> = {
@@ -34,6 +37,7 @@ const KINDS: Readonly<Record<ConfiguratorErrorCode, ErrorKind | 'from-cause'>> =
   'check-failed': 'broken',
   'teardown-failed': 'from-cause',
   'cleanup-failed': 'from-cause',
+  'address-lost': 'conflict',
   aborted: 'aborted',
 };
 
@@ -49,6 +53,8 @@ export interface ConfiguratorErrorDetails {
   readonly network?: string;
   /** ADD attempts made (setup). */
   readonly attempts?: number;
+  /** The address a reclaim lost (`address-lost`). */
+  readonly address?: string;
   readonly cause?: unknown;
 }
 
@@ -65,6 +71,7 @@ export class ConfiguratorError extends Error implements ContractError {
   readonly allocId: string | undefined;
   readonly network: string | undefined;
   readonly attempts: number | undefined;
+  readonly address: string | undefined;
   readonly [BRAND] = true;
 
   constructor(message: string, details: ConfiguratorErrorDetails) {
@@ -78,6 +85,7 @@ export class ConfiguratorError extends Error implements ContractError {
     this.allocId = details.allocId;
     this.network = details.network;
     this.attempts = details.attempts;
+    this.address = details.address;
   }
 
   /** The bad field as the request spells it (`ports[1].value`; `spec` for the spec itself). */

@@ -1,4 +1,4 @@
-import { readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ipaddr from 'ipaddr.js';
 import type { FoundReservation } from './types.js';
@@ -7,9 +7,29 @@ import type { FoundReservation } from './types.js';
  * host-local keeps one file per reserved address in `<dataDir>/<network>/`, named by the address
  * and holding `<container id>\r\n<ifname>` (plugins 1.1.1; older ones wrote the id alone), beside
  * `lock` and `last_reserved_ip.<range>`.
+ *
+ * A hold (holds.ts) is a file of the same name that allocnet writes itself, holding
+ * `<allocation id>\r\n<ifname>\r\nallocnet-hold`: its first line names the owner, so everything
+ * that reads reservations (the leak finder, the teardown audit, the reconciler) sees it as the
+ * allocation's; its text is not `<id>\r\n<ifname>`, so host-local's DEL (which releases files
+ * whose trimmed text is exactly that) leaves it and its ADD without a request does not call it a
+ * duplicate. host-local creates reservations O_EXCL and skips an existing file: a hold keeps the
+ * address from everyone until allocnet removes it.
  */
 function ownerOf(text: string): string {
   return text.split(/\r?\n/, 1)[0]?.trim() ?? '';
+}
+
+/** The last line of a hold's text. */
+export const HOLD_MARK = 'allocnet-hold';
+
+/** A hold's text for `allocId`'s interface `ifName`. */
+export function holdText(allocId: string, ifName: string): string {
+  return `${allocId}\r\n${ifName}\r\n${HOLD_MARK}`;
+}
+
+function isHoldText(text: string): boolean {
+  return text.split(/\r?\n/)[2]?.trim() === HOLD_MARK;
 }
 
 function missing(error: unknown): boolean {
@@ -39,7 +59,8 @@ export async function readReservation(
 ): Promise<FoundReservation | undefined> {
   const path = join(dir, address);
   try {
-    return { network, address, path, allocId: ownerOf(await readFile(path, 'utf8')) };
+    const text = await readFile(path, 'utf8');
+    return { network, address, path, allocId: ownerOf(text), hold: isHoldText(text) };
   } catch (error) {
     // Released since the directory was read.
     if (missing(error)) return undefined;
@@ -57,4 +78,43 @@ export async function removeReservation(r: FoundReservation): Promise<boolean> {
   if (now?.allocId !== r.allocId) return false;
   await rm(r.path, { force: true });
   return true;
+}
+
+/**
+ * Writes a hold for `address` in `dir` unless a file is there (O_EXCL, as host-local creates its
+ * own): resolves undefined when written, else the reservation found there.
+ */
+export async function writeHold(
+  network: string,
+  dir: string,
+  address: string,
+  owner: { readonly allocId: string; readonly ifName: string },
+): Promise<FoundReservation | undefined> {
+  // host-local makes the directory with its first ADD; after a reboot it is not there yet.
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  let file;
+  try {
+    file = await open(join(dir, address), 'wx', 0o644);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    const found = await readReservation(network, dir, address);
+    // Released since the open: try again (host-local never removes a file it did not make).
+    return found ?? writeHold(network, dir, address, owner);
+  }
+  try {
+    await file.writeFile(holdText(owner.allocId, owner.ifName));
+  } finally {
+    await file.close();
+  }
+  return undefined;
+}
+
+/**
+ * Turns `r`, the allocation's own reservation (`<id>\r\n<ifname>`), into a hold, in place: a
+ * DEL then leaves it. No lock: only the owner's DEL would remove it, and the runner never runs
+ * two operations on one allocation at once; a concurrent DEL of another id reads either text as
+ * not its own.
+ */
+export async function turnIntoHold(r: FoundReservation, ifName: string): Promise<void> {
+  await writeFile(r.path, holdText(r.allocId, ifName));
 }

@@ -48,6 +48,7 @@ export function auditProbes(
   attachment: AllocAttachment,
   call: CallOptions,
   nativeRemoved: Promise<ReadonlySet<string>>,
+  keepHolds = false,
 ): Probe[] | undefined {
   const network = ctx.snapshotNetwork(attachment);
   if (!network.plugins.every((p) => KNOWN_MARKS.has(p.type))) return undefined;
@@ -90,7 +91,7 @@ export function auditProbes(
         after: main,
         ask: () =>
           readReservation(network.name, dir, address).then(
-            (r) => r?.allocId === attachment.allocId,
+            (r) => r?.allocId === attachment.allocId && !(keepHolds && r.hold),
           ),
       });
   }

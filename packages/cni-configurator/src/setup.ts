@@ -11,9 +11,11 @@
 // still prepare a chain they do not cover (portmap's, for a setup without ports) alongside
 // another; both then find it missing and `ensureHostState` (host.ts) tolerates the lost race. The
 // runner never runs two operations on one allocation at once, so an allocation's ADDs, DELs
-// between attempts and sweep after a failure never overlap.
+// between attempts and sweep after a failure never overlap. In a network that uses host-local,
+// the ADD with retry runs in the directory's room (room.ts): as `new`, or as `reclaim` for a
+// setup that re-claims recorded addresses (holds.ts); without reclaims the room admits at once.
 import { show } from '@allocnet/base';
-import type { CniResult } from '@allocnet/cni';
+import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import { absolutePathProblem } from '@allocnet/netns';
 import { addWithRetry, setupFailure } from './add.js';
 import { NO_ADDRESS, dnsOf, pickAddress, resultAddresses } from './address.js';
@@ -23,12 +25,34 @@ import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
 import type { NetworkFacts } from './facts.js';
 import { createGates } from './gates.js';
+import { reclaimAdd } from './holds.js';
+import type { Reclaim } from './holds.js';
 import { createHostPreparer } from './host.js';
 import { resolveNetwork } from './networks.js';
 import { portMappings } from './ports.js';
 import { decodeSpec } from './spec.js';
 import { sweepAfterFailure } from './teardown.js';
 import type { AllocAttachment, CniConfigurator } from './types.js';
+
+/** The ADD with retry in the room of the network's host-local directory, if it has one. */
+async function addInRoom(
+  ctx: ConfiguratorContext,
+  network: NetworkConfig,
+  facts: NetworkFacts,
+  attachment: Attachment,
+  call: { signal?: AbortSignal },
+  reclaim: Reclaim | undefined,
+): Promise<{ result: CniResult; attempts: number }> {
+  if (reclaim !== undefined)
+    return reclaimAdd(ctx, reclaim, call, (asking) => addWithRetry(ctx, asking, attachment, call));
+  if (facts.ipamDir === undefined) return addWithRetry(ctx, network, attachment, call);
+  const leave = await ctx.room(facts.ipamDir).enter('new', call.signal);
+  try {
+    return await addWithRetry(ctx, network, attachment, call);
+  } finally {
+    leave();
+  }
+}
 
 /** The namespace path a setup runs in: @allocnet/netns's clean absolute path. */
 function checkNetnsPath(netns: unknown): string {
@@ -75,12 +99,22 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
         portMappings: mappings,
       };
       const attachment = cniAttachment(recorded);
+      const reclaim: Reclaim | undefined =
+        opts?.reclaim === undefined
+          ? undefined
+          : {
+              allocId: spec.allocId,
+              network,
+              facts,
+              addresses: opts.reclaim,
+              userIp: spec.cniArgs?.IP,
+            };
       const began = performance.now();
       let added: { result: CniResult; attempts: number };
       try {
         added = await gates.run(gateKeys(facts, mappings.length > 0), async () => {
           await prepareHost(facts, network === snapshot.defaultNetwork, call);
-          return addWithRetry(ctx, network, attachment, call);
+          return addInRoom(ctx, network, facts, attachment, call, reclaim);
         });
       } catch (error) {
         const failed = setupFailure(error, {

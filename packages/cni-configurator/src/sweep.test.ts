@@ -88,6 +88,7 @@ function scanOf(
 }
 
 const reservation = (ip: string, id: string): FoundReservation => ({
+  hold: false,
   network: 'nomad',
   address: ip,
   path: `/ipam/nomad/${ip}`,

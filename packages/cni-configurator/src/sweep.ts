@@ -41,6 +41,8 @@ export interface ScanOptions extends CallOptions {
   /** Only these reservation files are read (a teardown knows its addresses). */
   readonly addressesIn?: readonly { readonly facts: NetworkFacts; readonly address: string }[];
   readonly withCache: boolean;
+  /** Holds (holds.ts) are not read: a teardown before a reclaim leaves them. */
+  readonly keepHolds?: boolean;
   /** Parse only the iptables-save lines this keeps (`linesAbout`, `linesNotAbout`); default all. */
   readonly lines?: (line: string) => boolean;
   /**
@@ -78,7 +80,8 @@ export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan>
     options.withCache ? listCache(deps.cache) : Promise.resolve([]),
   ]);
   const reservations = new Map<string, FoundReservation>();
-  for (const r of [...full.flat(), ...some]) if (r !== undefined) reservations.set(r.path, r);
+  for (const r of [...full.flat(), ...some])
+    if (r !== undefined && !(options.keepHolds === true && r.hold)) reservations.set(r.path, r);
   return {
     tables: new Map<Family, readonly SavedTable[]>([
       ['ipv4', v4],

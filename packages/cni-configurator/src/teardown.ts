@@ -10,13 +10,16 @@
 // allocation's DEL and audit never meet its own ADD. The audit takes no lock: other allocations'
 // plugins change iptables under it, and `sweep` plans again when a restore fails because of that.
 // Its cheap questions (probes.ts) read CNI-FORWARD through the shared chain reader, each read
-// begun after the asking DEL ended. The sweep before a DEL without an attachment needs no lock either: the
+// begun after the asking DEL ended. With `keepHolds` (restore's recreate, before a reclaim) the
+// allocation's reservations become holds before the DEL and the audit leaves holds (holds.ts).
+// The sweep before a DEL without an attachment needs no lock either: the
 // addresses it removes rules for are reserved to the allocation until that DEL releases them.
 import type { CacheEntry, NetworkConfig } from '@allocnet/cni';
 import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
+import { keepAsHolds } from './holds.js';
 import { listReservations } from './ipam.js';
 import { linesAbout, linesFirewallAbout } from './marks.js';
 import { nativeDel } from './native-del.js';
@@ -33,7 +36,7 @@ import type {
   CleanupReport,
   HostState,
   LeakSweeper,
-  OperationOptions,
+  TeardownOptions,
   TeardownReport,
 } from './types.js';
 
@@ -156,6 +159,7 @@ async function audit(
   delFailed: boolean,
   probed: Promise<boolean | undefined>,
   call: CallOptions,
+  keepHolds: boolean,
 ): Promise<HostState> {
   const snapshot = await ctx.catalog.current();
   const own = attachment === undefined ? undefined : ctx.snapshotNetwork(attachment);
@@ -173,6 +177,7 @@ async function audit(
       fullIpam: fast ? [] : ownFacts !== undefined ? [ownFacts] : managed,
       addressesIn: fast ? addresses.map((address) => ({ facts: ownFacts, address })) : [],
       withCache: !fast,
+      keepHolds,
       // With every address known, only lines about this allocation need parsing: on a node
       // with many allocations, a few lines of the whole save.
       ...(fast ? { lines: linesAbout(allocId, names, addresses) } : {}),
@@ -247,6 +252,7 @@ async function delAttachment(
   allocId: string,
   attachment: AllocAttachment,
   call: CallOptions,
+  keepHolds: boolean,
 ): Promise<DelOutcome> {
   if (attachment.allocId !== allocId)
     throw invalidField(
@@ -254,10 +260,12 @@ async function delAttachment(
       `is ${JSON.stringify(attachment.allocId)}, not ${JSON.stringify(allocId)}`,
     );
   const network = ctx.snapshotNetwork(attachment);
+  // Before the DEL, which would release them.
+  if (keepHolds) await keepAsHolds(ctx, attachment);
   const native = nativeDel(ctx, network, attachment);
   const nativeRemoved: Promise<ReadonlySet<string>> =
     native?.remove(call) ?? Promise.resolve(new Set());
-  const probes = probeRunner(auditProbes(ctx, attachment, call, nativeRemoved));
+  const probes = probeRunner(auditProbes(ctx, attachment, call, nativeRemoved, keepHolds));
   let delError: string | undefined;
   try {
     await ctx.runtime.del(native?.network ?? network, cniAttachment(attachment), {
@@ -275,14 +283,15 @@ async function teardown(
   ctx: ConfiguratorContext,
   allocIdInput: string,
   attachment: AllocAttachment | undefined,
-  opts: OperationOptions | undefined,
+  opts: TeardownOptions | undefined,
 ): Promise<TeardownReport> {
   const allocId = checkAllocId(allocIdInput);
   const call = callOf(opts);
+  const keepHolds = opts?.keepHolds === true && attachment !== undefined;
   const { delRan, delError, removedFirst, probes, nativeRemoved } =
     attachment === undefined
       ? await delFromCache(ctx, allocId, call)
-      : await delAttachment(ctx, allocId, attachment, call);
+      : await delAttachment(ctx, allocId, attachment, call, keepHolds);
   // The audit reads what is left only once those chains' restore is done.
   await nativeRemoved;
   let removed: HostState;
@@ -290,7 +299,7 @@ async function teardown(
     const probed = delError === undefined ? probes.answer() : Promise.resolve(undefined);
     removed = joinStates(
       removedFirst,
-      await audit(ctx, allocId, attachment, delError !== undefined, probed, call),
+      await audit(ctx, allocId, attachment, delError !== undefined, probed, call, keepHolds),
     );
   } catch (error) {
     throw new ConfiguratorError(

@@ -132,6 +132,8 @@ export interface FoundReservation {
   readonly address: string;
   readonly path: string;
   readonly allocId: string;
+  /** allocnet's own hold (ipam.ts), not host-local's reservation. */
+  readonly hold: boolean;
 }
 
 /** State tagged with an allocation (or, for `orphans`, with no one). */
@@ -272,6 +274,43 @@ export interface OperationOptions {
   readonly signal?: AbortSignal;
 }
 
+export interface SetupOptions extends OperationOptions {
+  /**
+   * Set the allocation up with exactly these addresses (its recorded ones, v4 and v6: restore's
+   * reclaim, holds.ts): in a network that uses host-local, they are asked for in the ADD (the
+   * record keeps the config as it is), their holds removed right before it, in the directory's
+   * room. An address outside the network's ranges or reserved by another allocation fails the
+   * setup with `address-lost` before any plugin runs; host-local refusing one fails the ADD.
+   */
+  readonly reclaim?: readonly string[];
+}
+
+export interface TeardownOptions extends OperationOptions {
+  /**
+   * Leave the attachment's addresses held (holds.ts) for a reclaim that follows: its own
+   * reservations become holds before the DEL, and the audit leaves holds. Default false: a
+   * teardown removes the allocation's holds with the rest.
+   */
+  readonly keepHolds?: boolean;
+}
+
+/** A recorded address that cannot be held or reclaimed, and why. */
+export interface LostAddress {
+  readonly allocId: string;
+  readonly network: string;
+  readonly address: string;
+  readonly reason: string;
+}
+
+export interface HoldReport {
+  /** Hold files written. */
+  readonly held: number;
+  /** Addresses whose reservation (or hold) of the allocation was still there. */
+  readonly kept: number;
+  /** Addresses outside the network's ranges now, or reserved by another allocation. */
+  readonly lost: readonly LostAddress[];
+}
+
 /** A network the configurator can set allocations up in. */
 export interface NetworkInfo {
   readonly name: string;
@@ -292,7 +331,7 @@ export interface AllocNetworking {
    * Gives the allocation its network in `netns`: host prerequisites, ADD with retry (a DEL
    * between attempts), then the status and the attachment to keep for CHECK and DEL.
    */
-  setup(spec: AllocNetworkSpec, netns: string, options?: OperationOptions): Promise<SetupOutcome>;
+  setup(spec: AllocNetworkSpec, netns: string, options?: SetupOptions): Promise<SetupOutcome>;
   /** CHECK with exactly what the ADD used. */
   check(
     attachment: AllocAttachment,
@@ -305,8 +344,17 @@ export interface AllocNetworking {
   teardown(
     allocId: string,
     attachment: AllocAttachment | undefined,
-    options?: OperationOptions,
+    options?: TeardownOptions,
   ): Promise<TeardownReport>;
+  /**
+   * Holds the recorded addresses of `attachments` in their networks' host-local directories
+   * where no reservation is (holds.ts): call it before any setup runs after a start, so that no
+   * new allocation is handed a recorded address. Quick: one small file per address.
+   */
+  holdAddresses(
+    attachments: readonly AllocAttachment[],
+    options?: OperationOptions,
+  ): Promise<HoldReport>;
 }
 
 /** State on the host that no live allocation accounts for: what reconcilers and operators clean. */

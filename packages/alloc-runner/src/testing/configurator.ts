@@ -4,6 +4,7 @@ import type {
   AllocNetworkStatus,
   CleanupReport,
   CniConfigurator,
+  HoldReport,
   HostState,
   Leak,
   LeakReport,
@@ -14,7 +15,15 @@ import type {
 } from '@allocnet/cni-configurator';
 
 export type ConfiguratorMethod =
-  'setup' | 'check' | 'teardown' | 'forceCleanup' | 'findLeaks' | 'reapLeaks' | 'reload' | 'close';
+  | 'setup'
+  | 'check'
+  | 'teardown'
+  | 'forceCleanup'
+  | 'findLeaks'
+  | 'reapLeaks'
+  | 'holdAddresses'
+  | 'reload'
+  | 'close';
 
 /** One call the recording configurator saw. */
 export interface ConfiguratorCall {
@@ -31,13 +40,19 @@ export interface ConfiguratorCall {
   /** forceCleanup: whether it was a dry run, and the network when one was given. */
   readonly dryRun?: boolean;
   readonly network?: string;
+  /** setup: the addresses it was to re-claim; teardown: whether it kept the holds. */
+  readonly reclaim?: readonly string[];
+  readonly keepHolds?: boolean;
+  /** holdAddresses: the allocation ids of the attachments given. */
+  readonly held?: readonly string[];
 }
 
 /**
  * A hand-written fake of `CniConfigurator` that records every call and keeps a model of the host:
  * which allocations have a network (set up and not torn down, or planted with `leak`). It acts
  * like the real one where the runner depends on it: `setup` gives each allocation the next
- * address of 172.26.64.0/20 (or the `IP` CNI arg, as host-local does) and refuses an allocation
+ * address of 172.26.64.0/20 (or the first address to re-claim, or the `IP` CNI arg, as
+ * host-local does) and refuses an allocation
  * that already has a network (a second ADD); `check` fails for one that has none; `teardown`
  * removes the allocation's network whether or not an attachment is given (the audit's sweep);
  * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`.
@@ -92,6 +107,7 @@ function stateOf(attachment: AllocAttachment): HostState {
         address,
         path: `/var/run/cni/networks/${attachment.network.name}/${address}`,
         allocId: attachment.allocId,
+        hold: false,
       },
     ],
     cacheFiles: [],
@@ -184,11 +200,20 @@ export function createRecordingConfigurator(): RecordingConfigurator {
     },
 
     async setup(spec, netns, options): Promise<SetupOutcome> {
-      await enter({ method: 'setup', allocId: spec.allocId, spec, netns }, options?.signal);
+      await enter(
+        {
+          method: 'setup',
+          allocId: spec.allocId,
+          spec,
+          netns,
+          ...(options?.reclaim === undefined ? {} : { reclaim: options.reclaim }),
+        },
+        options?.signal,
+      );
       if (attached.has(spec.allocId)) {
         throw new Error(`fake ADD: allocation "${spec.allocId}" already has a network`);
       }
-      const address = spec.cniArgs?.IP ?? `172.26.64.${next++}`;
+      const address = options?.reclaim?.[0] ?? spec.cniArgs?.IP ?? `172.26.64.${next++}`;
       const attachment = attachmentFor(spec, netns, address);
       attached.set(spec.allocId, attachment);
       const status: AllocNetworkStatus = {
@@ -221,6 +246,7 @@ export function createRecordingConfigurator(): RecordingConfigurator {
           method: 'teardown',
           allocId,
           attachment,
+          ...(options?.keepHolds === true ? { keepHolds: true } : {}),
           ...(attachment === undefined ? {} : { netns: attachment.netns }),
         },
         options?.signal,
@@ -272,6 +298,15 @@ export function createRecordingConfigurator(): RecordingConfigurator {
       const orphans = fake.orphans;
       fake.orphans = emptyHostState;
       return { reaped: leaks, orphans, failed: [] };
+    },
+
+    async holdAddresses(attachments): Promise<HoldReport> {
+      await enter({ method: 'holdAddresses', held: attachments.map((a) => a.allocId) });
+      return {
+        held: attachments.reduce((n, a) => n + a.addresses.length, 0),
+        kept: 0,
+        lost: [],
+      };
     },
 
     async close() {
