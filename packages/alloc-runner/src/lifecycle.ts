@@ -1,5 +1,5 @@
-// One allocation's lifecycle, its making and its CHECK: setup (intent record, namespace, the
-// configurator's setup, ready record; a failure rolls everything back), CHECK, and the recreate
+// One allocation's lifecycle, its making and its CHECK: setup (its host ports claimed, intent
+// record, namespace, the configurator's setup, ready record; a failure rolls everything back), CHECK, and the recreate
 // that restore asks for. Its end is in teardown.ts. Every function here runs inside the
 // allocation's turn of the queue (runner.ts puts it there), after restore.ts settled what a crash
 // left: one operation per allocation at a time, so nothing here locks.
@@ -66,9 +66,10 @@ export async function undo(
 }
 
 /**
- * Sets the allocation up from nothing: the intent record (committed and synced), the namespace,
- * the configurator's setup, the ready record. Any failure rolls back (the configurator's
- * teardown, the namespace if this call made it, the record) and throws `setup-failed`.
+ * Sets the allocation up from nothing: its host ports claimed (`admitPorts`), the intent record
+ * (committed and synced), the namespace, the configurator's setup, the ready record. Any failure
+ * rolls back (the configurator's teardown, the namespace if this call made it, the record, and
+ * with it the claims) and throws `setup-failed`.
  */
 export async function freshSetup(
   ctx: RunnerContext,
@@ -87,6 +88,7 @@ export async function freshSetup(
     netnsPath,
     netnsCreated: plan.kind !== 'given',
   };
+  admitPorts(ctx, spec, signal);
   await store.put(makeRecord(ctx, base));
   ctx.crash('setup:after-intent');
 
@@ -146,6 +148,21 @@ export async function freshSetup(
     }
     throw setupFailure(error, allocId, signal, problems, ctx.operationTimeoutMs);
   }
+}
+
+/**
+ * The setup's admission: its host ports, claimed in one synchronous step before its intent record
+ * (port-claims.ts). A port another live allocation maps throws `host-port-taken`; two ports of the
+ * spec on one host port, `invalid-argument`. Either way nothing is written or run.
+ */
+function admitPorts(ctx: RunnerContext, spec: RunnerSpec, signal: AbortSignal | undefined): void {
+  let wanted;
+  try {
+    wanted = ctx.networking.portMappingsOf(configuratorSpec(spec));
+  } catch (error) {
+    throw setupFailure(error, spec.allocId, signal, [], ctx.operationTimeoutMs);
+  }
+  ctx.ports.claim(spec.allocId, wanted);
 }
 
 /**

@@ -24,7 +24,7 @@ import type { RunnerStore } from './store.js';
  */
 export type RunnerConfigurator = Pick<
   CniConfigurator,
-  'setup' | 'check' | 'teardown' | 'findLeaks' | 'reapLeaks' | 'forceCleanup'
+  'portMappingsOf' | 'setup' | 'check' | 'teardown' | 'findLeaks' | 'reapLeaks' | 'forceCleanup'
 >;
 
 export interface ReconcileOptions {
