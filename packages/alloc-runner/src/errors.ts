@@ -73,7 +73,7 @@ export interface RunnerErrorDetails {
   readonly kind?: ErrorKind;
   /** The allocation the error is about, when there is one. */
   readonly allocId?: string;
-  /** For `invalid-argument`: the field, as a path (`['spec', 'ports', 1, 'value']`). */
+  /** For `invalid-argument` and `host-port-taken`: the field, as a path (`['spec', 'ports', 1, 'value']`). */
   readonly path?: FieldPath;
   /** For `invalid-argument`: what is wrong with the field. */
   readonly problem?: Problem;

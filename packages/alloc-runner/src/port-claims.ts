@@ -86,7 +86,8 @@ export function createPortClaims(log: Logger): PortClaims {
 
   function add(allocId: string, port: HeldPort): void {
     const entries = byPort.get(keyOf(port)) ?? [];
-    const same = (e: Entry) => e.allocId === allocId && (e.port.hostIP ?? '') === (port.hostIP ?? '');
+    const same = (e: Entry) =>
+      e.allocId === allocId && (e.port.hostIP ?? '') === (port.hostIP ?? '');
     if (entries.some(same)) return;
     const held: HeldPort = {
       hostPort: port.hostPort,
@@ -205,8 +206,14 @@ export function followingClaims(store: RunnerStore, claims: PortClaims): RunnerS
     probe: () => store.probe(),
     get: (allocId) => store.get(allocId),
     list: () => store.list(),
-    put: (record) => store.put(record).finally(() => follow(record.allocId)),
-    remove: (allocId) => store.remove(allocId).finally(() => follow(allocId)),
+    put: (record) =>
+      store.put(record).finally(() => {
+        follow(record.allocId);
+      }),
+    remove: (allocId) =>
+      store.remove(allocId).finally(() => {
+        follow(allocId);
+      }),
     close: () => store.close(),
   };
 }
