@@ -1,8 +1,10 @@
 // One allocation's lifecycle, its making and its CHECK: setup (its host ports claimed, intent
-// record, namespace, the configurator's setup, ready record; a failure rolls everything back), CHECK, and the recreate
-// that restore asks for. Its end is in teardown.ts. Every function here runs inside the
-// allocation's turn of the queue (runner.ts puts it there), after restore.ts settled what a crash
-// left: one operation per allocation at a time, so nothing here locks.
+// record, namespace, the configurator's setup, ready record; a failure rolls everything back),
+// CHECK, and the recreate that restore asks for. Its end is in teardown.ts. Every function here
+// runs inside the allocation's turn of the queue (runner.ts puts it there), after restore.ts
+// settled what a crash left: one operation per allocation at a time, so nothing here locks. The
+// one thing shared across allocations, the host-port claims, is taken synchronously
+// (port-claims.ts).
 import type { AllocAttachment, AllocNetworkStatus } from '@allocnet/cni-configurator';
 import { callOf, logInfo, madeName, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';

@@ -8,7 +8,10 @@ const PROTOCOLS = ['tcp', 'udp'] as const;
 /** What two port mappings are compared by: the host side. */
 export type HostPortOf = Pick<PortMapping, 'hostPort' | 'protocol' | 'hostIP'>;
 
-/** A host address as one spelling (`::ffff:10.0.0.1` is `10.0.0.1`, as portmap reads it); '' is every address. */
+/**
+ * A host address in one spelling (`::ffff:10.0.0.1` is `10.0.0.1`, as portmap reads it); '' is
+ * every address.
+ */
 function hostAddressKey(hostIP: string | undefined): string {
   if (hostIP === undefined || hostIP === '') return '';
   return ipaddr.isValid(hostIP) ? ipaddr.process(hostIP).toString() : hostIP;
@@ -86,7 +89,7 @@ export function requestedPortMappings(
   return mappings;
 }
 
-/** portmap's `portMappings` for an allocation: `requestedPortMappings` without fields and labels. */
+/** portmap's `portMappings` for an allocation: `requestedPortMappings` without fields, labels. */
 export function portMappings(spec: AllocNetworkSpec, ignoreHostIps: boolean): PortMapping[] {
   return requestedPortMappings(spec, ignoreHostIps).map((m) => ({
     hostPort: m.hostPort,
