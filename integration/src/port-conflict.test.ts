@@ -8,22 +8,18 @@
 import { unary } from '@allocnet/proto';
 import type { SetupAllocNetworkRequest } from '@allocnet/proto';
 import { echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
-import { CNI_PLUGIN, PLUGIN_DIR, createAgentHost, outcome } from './fixtures/agent-host.js';
+import { CNI_PLUGIN, outcome, useAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
 import { pluginConfig, runPlugin } from './fixtures/cni-call.js';
 
 let host: AgentHost;
 
+useAgentHost((made) => {
+  host = made;
+});
+
 beforeAll(async () => {
-  await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`, CNI_PLUGIN]);
-});
-
-beforeEach(async () => {
-  host = await createAgentHost();
-});
-
-afterEach(async () => {
-  await host.dispose();
+  await requireNetworkTestHost([CNI_PLUGIN]);
 });
 
 let seq = 0;
