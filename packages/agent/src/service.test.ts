@@ -501,6 +501,21 @@ describe('AllocNetworkService', () => {
     });
   });
 
+  it('answers FAILED_PRECONDITION for a host port another allocation maps, naming it, and keeps nothing', async () => {
+    const other = '0c1d2e3f-0000-4000-8000-00000000000b';
+    const ports = [{ label: 'web', value: 28080 }];
+    await unary(alloc, 'SetupAllocNetwork', setupRequest({ ports }));
+    configurator.clearCalls();
+    expect(
+      await failure(unary(alloc, 'SetupAllocNetwork', setupRequest({ allocId: other, ports }))),
+    ).toEqual({
+      code: 'FAILED_PRECONDITION',
+      details: `setup of allocation "${other}" refused: ports[0].value ("web"): host port 28080/tcp on every address is already mapped by allocation "${ID}"`,
+      metadata: { 'allocnet-error': 'host-port-taken', 'allocnet-field': 'ports[0].value' },
+    });
+    expect(configurator.calls).toEqual([]);
+  });
+
   it("answers INTERNAL with the plugin's error when the setup fails, and keeps nothing", async () => {
     const cause = new CniError('plugin "bridge" failed (ADD) for "x": could not add IP address', {
       code: 'plugin-error',

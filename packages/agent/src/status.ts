@@ -133,6 +133,9 @@ export function grpcFailure(error: unknown, abortCause: AbortCause | undefined):
     details: messageIn(error, protoField),
     metadata: meta({
       'allocnet-error': errorCode(error),
+      // A refusal about one field of a valid request (a host port another allocation maps).
+      'allocnet-field':
+        isRunnerError(error) && error.path !== undefined ? protoField(error.path) : undefined,
       'allocnet-cni-plugin': cni?.plugin,
       'allocnet-cni-code': cni?.code,
       'allocnet-attempts':

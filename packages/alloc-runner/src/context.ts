@@ -16,6 +16,8 @@ import type {
 import type { CrashPoint, CrashPoints } from './crash.js';
 import { RunnerError } from './errors.js';
 import type { NetnsManager } from './netns.js';
+import { followingClaims, fromRecords } from './port-claims.js';
+import type { PortClaims } from './port-claims.js';
 import { createAllocQueue } from './queue.js';
 import type { AllocQueue, QueueLane } from './queue.js';
 import { createReapGuard } from './reap-guard.js';
@@ -98,7 +100,10 @@ export interface RunnerContext {
   /** The configurator's allocation-level operations and its leak sweeper: the runner's seams. */
   readonly networking: AllocNetworking;
   readonly leaks: LeakSweeper;
+  /** The store, releasing an allocation's host-port claims as its records go (port-claims.ts). */
   readonly store: RunnerStore;
+  /** The host ports live allocations map; a setup claims its own before its intent record. */
+  readonly ports: PortClaims;
   readonly netns: NetnsManager;
   readonly queue: AllocQueue;
   readonly clock: Clock;
@@ -142,9 +147,12 @@ export interface ContextParts {
 }
 
 export function createRunnerContext(parts: ContextParts): RunnerContext {
+  // Built from the records before any operation can be admitted: claims hold across a restart.
+  const ports = fromRecords(parts.store, parts.networking, parts.log);
+  const store = followingClaims(parts.store, ports);
   // A reap spares every record and every allocation with an operation queued or running.
   const guard = createReapGuard(() => [
-    ...parts.store.list().map((r) => r.allocId),
+    ...store.list().map((r) => r.allocId),
     ...queue.activeIds(),
   ]);
   const queue = createAllocQueue({
@@ -154,7 +162,8 @@ export function createRunnerContext(parts: ContextParts): RunnerContext {
   return {
     networking: parts.networking,
     leaks: parts.leaks,
-    store: parts.store,
+    store,
+    ports,
     netns: parts.netns,
     queue,
     clock: parts.clock,

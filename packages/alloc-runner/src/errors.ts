@@ -16,6 +16,8 @@ export { carriedKind, invalidInputOf, kindOf, messageOf };
  * - `invalid-argument` (invalid): a spec or id refused before anything ran; `path` names it;
  * - `not-found` (not-found): no such allocation;
  * - `conflict` (conflict): the allocation is already set up with a different spec;
+ * - `host-port-taken` (conflict): a host port, protocol and host address the spec asks for is
+ *   mapped by another live allocation (port-claims.ts); `path` names the spec's port; nothing ran;
  * - `failed` (conflict): the allocation is recorded as failed (restore could not keep it); a
  *   teardown clears it;
  * - `setup-failed`, `teardown-failed`, `check-failed`: the operation failed; `cause` holds the
@@ -34,6 +36,7 @@ export type RunnerErrorCode =
   | 'invalid-argument'
   | 'not-found'
   | 'conflict'
+  | 'host-port-taken'
   | 'failed'
   | 'setup-failed'
   | 'teardown-failed'
@@ -50,6 +53,7 @@ const KINDS: Readonly<Record<RunnerErrorCode, ErrorKind | 'from-cause'>> = {
   'invalid-argument': 'invalid',
   'not-found': 'not-found',
   conflict: 'conflict',
+  'host-port-taken': 'conflict',
   failed: 'conflict',
   'setup-failed': 'from-cause',
   'teardown-failed': 'from-cause',
@@ -69,7 +73,7 @@ export interface RunnerErrorDetails {
   readonly kind?: ErrorKind;
   /** The allocation the error is about, when there is one. */
   readonly allocId?: string;
-  /** For `invalid-argument`: the field, as a path (`['spec', 'ports', 1, 'value']`). */
+  /** For `invalid-argument` and `host-port-taken`: the field, as a path (`['spec', 'ports', 1, 'value']`). */
   readonly path?: FieldPath;
   /** For `invalid-argument`: what is wrong with the field. */
   readonly problem?: Problem;

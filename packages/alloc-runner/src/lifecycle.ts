@@ -1,8 +1,10 @@
-// One allocation's lifecycle, its making and its CHECK: setup (intent record, namespace, the
-// configurator's setup, ready record; a failure rolls everything back), CHECK, and the recreate
-// that restore asks for. Its end is in teardown.ts. Every function here runs inside the
-// allocation's turn of the queue (runner.ts puts it there), after restore.ts settled what a crash
-// left: one operation per allocation at a time, so nothing here locks.
+// One allocation's lifecycle, its making and its CHECK: setup (its host ports claimed, intent
+// record, namespace, the configurator's setup, ready record; a failure rolls everything back),
+// CHECK, and the recreate that restore asks for. Its end is in teardown.ts. Every function here
+// runs inside the allocation's turn of the queue (runner.ts puts it there), after restore.ts
+// settled what a crash left: one operation per allocation at a time, so nothing here locks. The
+// one thing shared across allocations, the host-port claims, is taken synchronously
+// (port-claims.ts).
 import type { AllocAttachment, AllocNetworkStatus } from '@allocnet/cni-configurator';
 import { callOf, logInfo, madeName, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';
@@ -68,10 +70,11 @@ export async function undo(
 }
 
 /**
- * Sets the allocation up from nothing: the intent record (committed and synced), the namespace,
- * the configurator's setup, the ready record. Any failure rolls back (the configurator's
- * teardown, the namespace if this call made it, the record) and throws `setup-failed`. With
- * `reclaim`, the configurator sets it up with exactly those addresses (restore's recreate).
+ * Sets the allocation up from nothing: its host ports claimed (`admitPorts`), the intent record
+ * (committed and synced), the namespace, the configurator's setup, the ready record. Any failure
+ * rolls back (the configurator's teardown, the namespace if this call made it, the record, and
+ * with it the claims) and throws `setup-failed`. With `reclaim`, the configurator sets it up with
+ * exactly those addresses (restore's recreate).
  */
 export async function freshSetup(
   ctx: RunnerContext,
@@ -90,6 +93,7 @@ export async function freshSetup(
     netnsPath,
     netnsCreated: plan.kind !== 'given',
   };
+  admitPorts(ctx, spec, signal);
   await store.put(makeRecord(ctx, base));
   ctx.crash('setup:after-intent');
 
@@ -146,6 +150,21 @@ export async function freshSetup(
     }
     throw setupFailure(error, allocId, signal, problems, ctx.operationTimeoutMs);
   }
+}
+
+/**
+ * The setup's admission: its host ports, claimed in one synchronous step before its intent record
+ * (port-claims.ts). A port another live allocation maps throws `host-port-taken`; two ports of the
+ * spec on one host port, `invalid-argument`. Either way nothing is written or run.
+ */
+function admitPorts(ctx: RunnerContext, spec: RunnerSpec, signal: AbortSignal | undefined): void {
+  let wanted;
+  try {
+    wanted = ctx.networking.portMappingsOf(configuratorSpec(spec));
+  } catch (error) {
+    throw setupFailure(error, spec.allocId, signal, [], ctx.operationTimeoutMs);
+  }
+  ctx.ports.claim(spec.allocId, wanted);
 }
 
 /**

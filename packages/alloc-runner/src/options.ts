@@ -20,11 +20,19 @@ import type { RunnerStore } from './store.js';
 
 /**
  * What the runner calls of the configurator: an allocation's setup, CHECK and teardown, and the
- * leak sweeper's scans, reaps and forced cleanup, and the holds of recorded addresses at start. Nothing else (catalog, reload, close) is its.
+ * leak sweeper's scans, reaps and forced cleanup, the holds of recorded addresses at start, and
+ * the host ports a spec maps. Nothing else (catalog, reload, close) is its.
  */
 export type RunnerConfigurator = Pick<
   CniConfigurator,
-  'setup' | 'check' | 'teardown' | 'holdAddresses' | 'findLeaks' | 'reapLeaks' | 'forceCleanup'
+  | 'portMappingsOf'
+  | 'setup'
+  | 'check'
+  | 'teardown'
+  | 'holdAddresses'
+  | 'findLeaks'
+  | 'reapLeaks'
+  | 'forceCleanup'
 >;
 
 export interface ReconcileOptions {

@@ -6,7 +6,9 @@ import { createCheck } from './check.js';
 import { createContext } from './context.js';
 import { holdAddresses } from './holds.js';
 import { createLeaks } from './leaks.js';
+import { requestedPortMappings } from './ports.js';
 import { createSetup } from './setup.js';
+import { decodeSpec } from './spec.js';
 import { createTeardown } from './teardown.js';
 import type { CniConfigurator, CniConfiguratorOptions } from './types.js';
 
@@ -30,6 +32,7 @@ export async function createCniConfigurator(
       await ctx.catalog.reload();
       return ctx.catalog.view();
     },
+    portMappingsOf: (spec) => requestedPortMappings(decodeSpec(spec), ctx.ignoreHostIps),
     ...createSetup(ctx),
     ...createCheck(ctx),
     ...createTeardown(ctx),

@@ -4,7 +4,8 @@ export type { ConfiguratorErrorCode, ConfiguratorErrorDetails } from './errors.j
 export { NO_ADDRESS, dnsOf, pickAddress } from './address.js';
 export type { PickedAddress } from './address.js';
 export { cniArgs } from './args.js';
-export { portMappings } from './ports.js';
+export { portMappings, portMappingsOverlap, requestedPortMappings } from './ports.js';
+export type { HostPortOf } from './ports.js';
 export {
   MAX_ALLOC_ID_LENGTH,
   RESERVED_ARG_KEYS,
@@ -54,6 +55,7 @@ export type {
   PortMapping,
   ReapProgress,
   ReapReport,
+  RequestedPortMapping,
   RetryOptions,
   SetupOptions,
   SetupOutcome,

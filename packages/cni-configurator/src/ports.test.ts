@@ -1,4 +1,4 @@
-import { portMappings } from './ports.js';
+import { portMappings, portMappingsOverlap, requestedPortMappings } from './ports.js';
 import type { AllocNetworkSpec } from './types.js';
 
 const base: AllocNetworkSpec = {
@@ -173,5 +173,62 @@ describe('portMappings', () => {
         false,
       ),
     ).toHaveLength(4);
+  });
+
+  it('refuses two spellings of one host address, as portmap reads them', () => {
+    expect(() =>
+      portMappings(
+        {
+          ...base,
+          ports: [
+            { label: 'a', value: 80, hostIp: '10.0.0.1' },
+            { label: 'b', value: 80, hostIp: '::ffff:10.0.0.1' },
+          ],
+        },
+        false,
+      ),
+    ).toThrow(
+      'ports[1].value ("b") claims host port 80, which ports[0].value ("a") already claims',
+    );
+  });
+});
+
+describe('requestedPortMappings', () => {
+  it("gives each mapping the spec's field and label", () => {
+    expect(
+      requestedPortMappings(
+        { ...base, ports: [{ label: 'dns', value: 53, protocol: 'udp', hostIp: 'fd00::1' }] },
+        true,
+      ),
+    ).toEqual([
+      {
+        hostPort: 53,
+        containerPort: 53,
+        protocol: 'udp',
+        field: ['ports', 0, 'value'],
+        label: 'dns',
+      },
+    ]);
+  });
+});
+
+describe('portMappingsOverlap', () => {
+  const at = (hostIP?: string, protocol: 'tcp' | 'udp' = 'tcp', hostPort = 80) => ({
+    hostPort,
+    protocol,
+    ...(hostIP === undefined ? {} : { hostIP }),
+  });
+
+  it.each([
+    ['the same address', at('10.0.0.1'), at('10.0.0.1'), true],
+    ['every address and one', at(), at('10.0.0.1'), true],
+    ['an empty host IP and every address', at(''), at(), true],
+    ['two spellings of one IPv6 address', at('fd00::1'), at('fd00:0:0::1'), true],
+    ['two addresses', at('10.0.0.1'), at('10.0.0.2'), false],
+    ['an IPv4 and an IPv6 address', at('10.0.0.1'), at('fd00::1'), false],
+    ['tcp and udp', at(), at(undefined, 'udp'), false],
+    ['two port numbers', at(), at(undefined, 'tcp', 81), false],
+  ])('%s', (_what, a, b, expected) => {
+    expect([portMappingsOverlap(a, b), portMappingsOverlap(b, a)]).toEqual([expected, expected]);
   });
 });

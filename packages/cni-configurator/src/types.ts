@@ -1,3 +1,4 @@
+import type { FieldPath } from '@allocnet/base';
 import type { CniArgs, CniResult, CniRuntime, Logger } from '@allocnet/cni';
 import type { Family, Iptables } from '@allocnet/iptables-node';
 
@@ -57,6 +58,13 @@ export interface PortMapping {
   readonly protocol: 'tcp' | 'udp';
   /** Present only when the port names a host address (and host IPs are not ignored). */
   readonly hostIP?: string;
+}
+
+/** A port mapping a spec asks for, with the spec's field that asks for it and the port's label. */
+export interface RequestedPortMapping extends PortMapping {
+  /** `['ports', 0, 'value']`, `['legacyNetworks', 0, 'reservedPorts', 1, 'value']`. */
+  readonly field: FieldPath;
+  readonly label: string;
 }
 
 export interface DnsConfig {
@@ -327,6 +335,12 @@ export interface NetworkCatalog {
 
 /** One allocation's network: what the runner does for each allocation it runs. */
 export interface AllocNetworking {
+  /**
+   * The port mappings a setup of `spec` would give portmap (host IPs dropped when the
+   * configurator ignores them), each with the field asking for it: pure and synchronous, for the
+   * runner's host-port claims. Throws `invalid-argument` when two of its ports claim one host port.
+   */
+  portMappingsOf(spec: AllocNetworkSpec): readonly RequestedPortMapping[];
   /**
    * Gives the allocation its network in `netns`: host prerequisites, ADD with retry (a DEL
    * between attempts), then the status and the attachment to keep for CHECK and DEL.

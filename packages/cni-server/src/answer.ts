@@ -4,8 +4,8 @@
 // environment variables), a `cniVersion` allocnet cannot answer in 1 (incompatible version),
 // anything else 4 (invalid network config); a body over the limit is HTTP 413. Nothing reads a
 // message.
-import { formatPath, invalidInputOf, messageOf, renderProblem } from '@allocnet/base';
-import type { ErrorKind } from '@allocnet/base';
+import { formatPath, invalidInputOf, messageIn, messageOf, renderProblem } from '@allocnet/base';
+import type { ErrorKind, FieldPath } from '@allocnet/base';
 import { SPEC_VERSION } from '@allocnet/cni';
 import { CniFault, isCniFault } from './errors.js';
 import { requestFieldOf } from './request.js';
@@ -80,7 +80,12 @@ export function faultAnswer(
 export function faultOf(error: unknown, call: CniCall): CniFault {
   if (isCniFault(error)) return error;
   const bad = invalidInputOf(error);
-  if (bad === undefined) return new CniFault(messageOf(error), { code: 'failed', cause: error });
+  if (bad === undefined) {
+    // A message naming fields (a host port another allocation maps) names them as the request
+    // does: `config.runtimeConfig.portMappings[0].hostPort`.
+    const spell = (path: FieldPath) => formatPath(requestFieldOf(path, call));
+    return new CniFault(messageIn(error, spell), { code: 'failed', cause: error });
+  }
   const path = requestFieldOf(bad.path, call);
   // The usual cause: the agent in another mount namespace than the runtime's (its netns bind
   // mounts are invisible then).

@@ -165,6 +165,35 @@ describe("the CNI handler's ADD under the agent's limits", () => {
   });
 });
 
+describe("the CNI handler's ADD of a host port another allocation maps", () => {
+  it('answers code 100 naming the mapping and the holder, and nothing runs', async () => {
+    const holder = '6b235529-8111-4bbe-520b-d639b1d2a94e';
+    await runner.setup({
+      allocId: holder,
+      namespace: 'default',
+      jobId: 'web',
+      groupName: 'api',
+      ports: [{ label: 'web', value: 28080 }],
+    });
+    configurator.clearCalls();
+    netns.clearCalls();
+    const refused = `setup of allocation "${'c'.repeat(64)}" refused: `;
+    const taken = ` ("tcp/80"): host port 28080/tcp on every address is already mapped by allocation "${holder}"`;
+    expect(await answer(add([mapping(9000), mapping(28080)], K8S))).toEqual({
+      status: 409,
+      body: {
+        cniVersion: '1.0.0',
+        code: 100,
+        msg: `${refused}config.runtimeConfig.portMappings[1].hostPort${taken}`,
+      },
+    });
+    expect(configurator.calls).toEqual([]);
+    // The runtime's namespace was only looked at (is it one?), before the ports were.
+    expect(netns.calls).toEqual([{ method: 'exists', arg: NETNS }]);
+    expect(runner.list().map((r) => r.allocId)).toEqual([holder]);
+  });
+});
+
 describe("the CNI handler's GC", () => {
   it('tears down what the runtime no longer has and logs what it removed', async () => {
     await answer(addOf('keep'));

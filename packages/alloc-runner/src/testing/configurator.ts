@@ -13,6 +13,7 @@ import type {
   SetupOutcome,
   TeardownReport,
 } from '@allocnet/cni-configurator';
+import { portMappings, requestedPortMappings } from '@allocnet/cni-configurator';
 
 export type ConfiguratorMethod =
   | 'setup'
@@ -55,7 +56,8 @@ export interface ConfiguratorCall {
  * host-local does) and refuses an allocation
  * that already has a network (a second ADD); `check` fails for one that has none; `teardown`
  * removes the allocation's network whether or not an attachment is given (the audit's sweep);
- * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`.
+ * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`; `portMappingsOf` and
+ * the attachment's `portMappings` are the real configurator's (host IPs kept).
  */
 export interface RecordingConfigurator extends CniConfigurator {
   readonly calls: readonly ConfiguratorCall[];
@@ -144,7 +146,7 @@ export function createRecordingConfigurator(): RecordingConfigurator {
         ['NOMAD_GROUP', spec.groupName],
         ['NOMAD_ALLOC_ID', spec.allocId],
       ],
-      portMappings: [],
+      portMappings: portMappings(spec, false),
       addresses: [address],
     };
   }
@@ -194,6 +196,9 @@ export function createRecordingConfigurator(): RecordingConfigurator {
 
     catalog: () => catalog,
 
+    // Pure, as the real one (host IPs kept): not a recorded call.
+    portMappingsOf: (spec) => requestedPortMappings(spec, false),
+
     async reload() {
       await enter({ method: 'reload' });
       return catalog;
@@ -223,7 +228,7 @@ export function createRecordingConfigurator(): RecordingConfigurator {
         address,
         addressIpv6: '',
         dns: undefined,
-        portMappings: [],
+        portMappings: attachment.portMappings,
         attempts: 1,
       };
       return { status, attachment };

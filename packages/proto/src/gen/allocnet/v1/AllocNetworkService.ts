@@ -195,7 +195,12 @@ export interface AllocNetworkServiceClient extends grpc.Client {
   /**
    * Sets up an allocation's network: creates its network namespace (unless one is given), runs
    * CNI ADD (retried on failure, with a DEL between attempts) and returns the result. Calling it
-   * again with the same request returns the existing network without running ADD.
+   * again with the same request returns the existing network without running ADD; with another
+   * request it fails with FAILED_PRECONDITION. A host port (protocol, host address) that another
+   * allocation set up, being set up or being restored already maps fails it with
+   * FAILED_PRECONDITION before anything runs, naming the port and that allocation (`setup of
+   * allocation "B" refused: ports[0].value ("http"): host port 28080/tcp on every address is
+   * already mapped by allocation "A"`; metadata allocnet-error `host-port-taken`).
    */
   SetupAllocNetwork(
     argument: _allocnet_v1_SetupAllocNetworkRequest,
@@ -220,7 +225,12 @@ export interface AllocNetworkServiceClient extends grpc.Client {
   /**
    * Sets up an allocation's network: creates its network namespace (unless one is given), runs
    * CNI ADD (retried on failure, with a DEL between attempts) and returns the result. Calling it
-   * again with the same request returns the existing network without running ADD.
+   * again with the same request returns the existing network without running ADD; with another
+   * request it fails with FAILED_PRECONDITION. A host port (protocol, host address) that another
+   * allocation set up, being set up or being restored already maps fails it with
+   * FAILED_PRECONDITION before anything runs, naming the port and that allocation (`setup of
+   * allocation "B" refused: ports[0].value ("http"): host port 28080/tcp on every address is
+   * already mapped by allocation "A"`; metadata allocnet-error `host-port-taken`).
    */
   setupAllocNetwork(
     argument: _allocnet_v1_SetupAllocNetworkRequest,
@@ -329,7 +339,12 @@ export interface AllocNetworkServiceHandlers extends grpc.UntypedServiceImplemen
   /**
    * Sets up an allocation's network: creates its network namespace (unless one is given), runs
    * CNI ADD (retried on failure, with a DEL between attempts) and returns the result. Calling it
-   * again with the same request returns the existing network without running ADD.
+   * again with the same request returns the existing network without running ADD; with another
+   * request it fails with FAILED_PRECONDITION. A host port (protocol, host address) that another
+   * allocation set up, being set up or being restored already maps fails it with
+   * FAILED_PRECONDITION before anything runs, naming the port and that allocation (`setup of
+   * allocation "B" refused: ports[0].value ("http"): host port 28080/tcp on every address is
+   * already mapped by allocation "A"`; metadata allocnet-error `host-port-taken`).
    */
   SetupAllocNetwork: grpc.handleUnaryCall<
     _allocnet_v1_SetupAllocNetworkRequest__Output,
