@@ -50,6 +50,7 @@ export type {
   NetworkSnapshot,
   OperationOptions,
   PortMapping,
+  ReapFence,
   ReapProgress,
   ReapReport,
   RetryOptions,
