@@ -104,7 +104,7 @@ export interface RunnerContext {
   readonly operationTimeoutMs: number;
   /** Crash points for the crash tests (`ALLOCNET_CRASH_AT`); a no-op otherwise. */
   readonly crash: (point: CrashPoint) => void;
-  /** Keeps reaps away from operations they did not count (reap-guard.ts); the queue admits by it. */
+  /** Keeps reaps away from the state of operations they did not count (reap-guard.ts); the queue admits by it. */
   readonly guard: ReapGuard;
   /**
    * Allocations whose network is undone (a rolled-back setup, a finished teardown) but whose
@@ -137,10 +137,10 @@ export interface ContextParts {
 
 export function createRunnerContext(parts: ContextParts): RunnerContext {
   // A reap spares every record and every allocation with an operation queued or running.
-  const guard = createReapGuard(() => [
-    ...parts.store.list().map((r) => r.allocId),
-    ...queue.activeIds(),
-  ]);
+  const guard = createReapGuard({
+    records: () => parts.store.list().map((r) => r.allocId),
+    active: () => queue.activeIds(),
+  });
   const queue = createAllocQueue({
     maxConcurrent: parts.maxConcurrent,
     beforeStart: (allocId) => guard.admit(allocId),
