@@ -50,7 +50,6 @@ let alloc: AllocNetworkServiceClient;
 let operator: OperatorServiceClient;
 let lines: Line[];
 let reloads: number;
-let inFlight: () => number;
 
 const fakeRuntime = (pluginDir: string): Pick<CniRuntime, 'versions' | 'pluginDirs'> => ({
   pluginDirs: [pluginDir],
@@ -121,7 +120,6 @@ beforeEach(async () => {
     // Every call takes 750 ms on this clock (it moves on at each reading).
     now: () => (clock += 750),
   });
-  inFlight = () => handlers.inFlight();
   server = new grpc.Server();
   const proto = loadAllocnetProto().allocnet.v1;
   // As servers.ts adds them.

@@ -28,7 +28,7 @@ import type { Plan } from './plan.js';
 import { plan, tagsIn } from './planner.js';
 import type { Scan } from './planner.js';
 import { scan, sweep } from './sweep.js';
-import type { HostState, Leak, LeakReport, LeakSweeper, ReapFence } from './types.js';
+import type { HostState, Leak, LeakReport, LeakSweeper, ReapFence, ReapProgress } from './types.js';
 
 /** Ids outside `known` that something in a managed network is tagged or filed under. */
 function leakedIds(
@@ -64,6 +64,55 @@ function leakOf(allocId: string, part: Plan = EMPTY_PLAN): Leak {
   for (const r of part.reservations) networks.add(r.network);
   for (const c of part.cache) networks.add(c.network);
   return { allocId, networks: [...networks].sort(), state: describePlan(part) };
+}
+
+/** Removes the taken ids batch by batch, letting the fence know as each batch is done. */
+async function inBatches(
+  ids: readonly string[],
+  batchSize: number,
+  fence: ReapFence,
+  remove: (batch: readonly string[]) => Promise<void>,
+  onProgress: ((progress: ReapProgress) => void) | undefined,
+): Promise<void> {
+  let next = 0;
+  try {
+    while (next < ids.length) {
+      const batch = ids.slice(next, next + batchSize);
+      try {
+        await remove(batch);
+      } finally {
+        next += batch.length;
+        fence.done(batch);
+      }
+      onProgress?.({ done: next, total: ids.length, allocId: batch.at(-1) });
+    }
+  } finally {
+    // An abort or a throw in a batch: the ones after it never started, and are let go.
+    if (next < ids.length) fence.done(ids.slice(next));
+  }
+}
+
+/** Removes the planned orphans if the fence gives them their turn, else leaves them (logged). */
+async function orphansTurn(
+  ctx: ConfiguratorContext,
+  fence: ReapFence,
+  planned: Plan | undefined,
+  remove: () => Promise<void>,
+): Promise<void> {
+  if (planned === undefined) return;
+  const release = fence.takeOrphans();
+  if (release === undefined) {
+    logInfo(ctx.logger, 'reap: orphans left for the next pass (an operation ran beside it)', {
+      rules: planned.rules.length,
+      chains: planned.chains.length,
+    });
+    return;
+  }
+  try {
+    await remove();
+  } finally {
+    release();
+  }
 }
 
 export function createLeaks(
@@ -155,36 +204,8 @@ export function createLeaks(
           else failed.push({ allocId: owner, error: messageOf(error) });
         }
       };
-      let next = 0;
-      try {
-        while (next < ids.length) {
-          const batch = ids.slice(next, next + batchSize);
-          try {
-            await remove(batch);
-          } finally {
-            next += batch.length;
-            fence.done(batch);
-          }
-          opts?.onProgress?.({ done: next, total: ids.length, allocId: batch.at(-1) });
-        }
-      } finally {
-        // An abort or a throw in a batch: the ones after it never started, and are let go.
-        if (next < ids.length) fence.done(ids.slice(next));
-      }
-      if (groups.has(undefined)) {
-        const release = fence.takeOrphans();
-        if (release === undefined)
-          logInfo(ctx.logger, 'reap: orphans left for the next pass (an operation ran beside it)', {
-            rules: groups.get(undefined)?.rules.length ?? 0,
-            chains: groups.get(undefined)?.chains.length ?? 0,
-          });
-        else
-          try {
-            await remove([undefined]);
-          } finally {
-            release();
-          }
-      }
+      await inBatches(ids, batchSize, fence, remove, opts?.onProgress);
+      await orphansTurn(ctx, fence, groups.get(undefined), () => remove([undefined]));
       return { reaped, orphans, failed };
     },
   };
