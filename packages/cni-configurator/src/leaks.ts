@@ -17,6 +17,7 @@
 // turns the removal by handle into iptables-restore (which deletes rules by their spec, whatever
 // moved around them), and when a batch's restore fails because iptables changed under it, `sweep`
 // plans that batch again from a fresh scan, sparing what has been spared by then.
+import { setImmediate } from 'node:timers/promises';
 import { logInfo } from '@allocnet/base';
 import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf } from './context.js';
@@ -85,6 +86,10 @@ async function inBatches(
         fence.done(batch);
       }
       onProgress?.({ done: next, total: ids.length, allocId: batch.at(-1) });
+      // A removal by handle is one synchronous netlink transaction: without a turn of the event
+      // loop between batches, an operation admitted beside the reap (and every other call) would
+      // wait for the last batch after all.
+      if (next < ids.length) await setImmediate();
     }
   } finally {
     // An abort or a throw in a batch: the ones after it never started, and are let go.
