@@ -115,7 +115,7 @@ export interface RunnerContext {
   readonly operationTimeoutMs: number;
   /** Crash points for the crash tests (`ALLOCNET_CRASH_AT`); a no-op otherwise. */
   readonly crash: (point: CrashPoint) => void;
-  /** Keeps reaps away from operations they did not count (reap-guard.ts); the queue admits by it. */
+  /** Keeps reaps away from the state of operations they did not count (reap-guard.ts); the queue admits by it. */
   readonly guard: ReapGuard;
   /**
    * Allocations whose network is undone (a rolled-back setup, a finished teardown) but whose
@@ -151,10 +151,10 @@ export function createRunnerContext(parts: ContextParts): RunnerContext {
   const ports = fromRecords(parts.store, parts.networking, parts.log);
   const store = followingClaims(parts.store, ports);
   // A reap spares every record and every allocation with an operation queued or running.
-  const guard = createReapGuard(() => [
-    ...store.list().map((r) => r.allocId),
-    ...queue.activeIds(),
-  ]);
+  const guard = createReapGuard({
+    records: () => store.list().map((r) => r.allocId),
+    active: () => queue.activeIds(),
+  });
   const queue = createAllocQueue({
     maxConcurrent: parts.maxConcurrent,
     beforeStart: (allocId) => guard.admit(allocId),

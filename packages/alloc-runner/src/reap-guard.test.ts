@@ -1,10 +1,13 @@
-// The reap guard on its own, with deferreds (no sleeps): the agent's former ReapGate tests
-// (setups side by side, a setup arriving during a reap goes after it, a failed reap lets the next
-// in) and the reconciler's hold (an operation already on the shared side is counted as known and
-// not waited for). The runner's use of it is in runner.test.ts and reconciler.test.ts.
+// The reap guard on its own, with deferreds (no sleeps): operations side by side; an operation on
+// an allocation the reap did not count starts beside it and is spared; one on an allocation the
+// reap has taken waits for that allocation's batch only; the orphans go only when no operation
+// overlapped the reap, holding every operation while they go; one reap at a time; a failed or
+// aborted reap lets the next in. The runner's use of it is in runner.test.ts and
+// reconciler.test.ts.
 import { setImmediate } from 'node:timers/promises';
 import { isRunnerError } from './errors.js';
 import { createReapGuard } from './reap-guard.js';
+import type { ReapScope } from './reap-guard.js';
 import { createDeferred } from './testing/index.js';
 
 /** An operation on `id` under the guard: admitted, then its work until `done` resolves. */
@@ -30,10 +33,29 @@ async function drain(): Promise<void> {
   await setImmediate();
 }
 
+/** A guard over `records` and the live set its operations keep. */
+function guardOver(records: Iterable<string> = []) {
+  const live = new Set<string>();
+  const guard = createReapGuard({ records: () => records, active: () => live });
+  return { guard, live };
+}
+
+/** Starts a reap that holds until `end` resolves; resolves its scope once it runs. */
+async function holdingReap(
+  guard: ReturnType<typeof createReapGuard>,
+  end: Promise<void>,
+): Promise<{ scope: ReapScope; reap: Promise<void> }> {
+  const scoped = createDeferred<ReapScope>();
+  const reap = guard.reap(async (scope) => {
+    scoped.resolve(scope);
+    await end;
+  });
+  return { scope: await scoped.promise, reap };
+}
+
 describe('createReapGuard', () => {
-  it('runs operations side by side; a reap counts those under way as known instead of waiting', async () => {
-    const live = new Set<string>();
-    const guard = createReapGuard(() => live);
+  it('runs operations side by side; a reap counts those under way as known and lets others start beside it, spared', async () => {
+    const { guard, live } = guardOver(['r']);
     const order: string[] = [];
     const a = createDeferred();
     const b = createDeferred();
@@ -43,41 +65,113 @@ describe('createReapGuard', () => {
     expect(order).toEqual(['a start', 'b start']);
 
     const reaping = createDeferred();
-    let known: string[] = [];
-    const x = guard.reap(async (k) => {
-      known = [...k].sort();
-      order.push('x start');
-      await reaping.promise;
-      order.push('x end');
-    });
-    await drain();
-    expect(known).toEqual(['a', 'b']);
-    // An operation that arrives during the reap on an allocation it did not count goes after it;
-    // one on an allocation it counted goes on.
+    const { scope, reap } = await holdingReap(guard, reaping.promise);
+    expect([...scope.known].sort()).toEqual(['a', 'b', 'r']);
+    // An operation on an allocation the reap did not count starts at once, and is spared; one on
+    // an allocation it counted starts at once too, and needs no sparing.
     const s3 = operation(guard, live, order, 'c');
     const s4 = operation(guard, live, order, 'a');
-    await drain();
-    expect(order).toEqual(['a start', 'b start', 'x start', 'a start', 'a end']);
+    await Promise.all([s3, s4]);
+    expect(order).toEqual(['a start', 'b start', 'c start', 'a start', 'c end', 'a end']);
+    expect([...scope.spared]).toEqual(['c']);
+    expect(scope.take(['a', 'c', 'l'])).toEqual(['l']);
 
     reaping.resolve();
-    await drain();
-    expect(order.slice(5)).toEqual(['x end', 'c start', 'c end']);
     a.resolve();
     b.resolve();
-    await Promise.all([s1, s2, x, s3, s4]);
-    expect(order.slice(8)).toEqual(['a end', 'b end']);
+    await Promise.all([s1, s2, reap]);
+    expect(order.slice(6)).toEqual(['a end', 'b end']);
+  });
+
+  it('holds an operation on an allocation the reap has taken until its batch is done, and only that one', async () => {
+    const { guard, live } = guardOver();
+    const order: string[] = [];
+    const reaping = createDeferred();
+    const { scope, reap } = await holdingReap(guard, reaping.promise);
+    expect(scope.take(['l1', 'l2'])).toEqual(['l1', 'l2']);
+
+    const ops = [
+      operation(guard, live, order, 'l1'),
+      operation(guard, live, order, 'l2'),
+      operation(guard, live, order, 'new'),
+    ];
+    await drain();
+    expect(order).toEqual(['new start', 'new end']);
+    scope.done(['l1']);
+    await drain();
+    expect(order.slice(2)).toEqual(['l1 start', 'l1 end']);
+    // Once its batch is done, the allocation is the operation's: spared from then on.
+    expect([...scope.spared]).toEqual(['new', 'l1']);
+    scope.done(['l2']);
+    await Promise.all(ops);
+    expect(order.slice(4)).toEqual(['l2 start', 'l2 end']);
+    reaping.resolve();
+    await reap;
+  });
+
+  it('lets every held operation go when the reap ends, even when it fails', async () => {
+    const { guard, live } = guardOver();
+    const order: string[] = [];
+    const failing = createDeferred();
+    const { scope, reap } = await holdingReap(guard, failing.promise);
+    scope.take(['l1']);
+    const held = operation(guard, live, order, 'l1');
+    await drain();
+    expect(order).toEqual([]);
+    failing.reject(new Error('iptables is gone'));
+    await expect(reap).rejects.toThrow('iptables is gone');
+    await held;
+    expect(order).toEqual(['l1 start', 'l1 end']);
+  });
+
+  it('leaves the orphans to the next pass when an operation was under way at the start or began since', async () => {
+    const { guard, live } = guardOver();
+    const order: string[] = [];
+    const a = createDeferred();
+    const s1 = operation(guard, live, order, 'a', a.promise);
+    await drain();
+    const first = await holdingReap(guard, Promise.resolve());
+    // `a` was running when the reap started.
+    expect(first.scope.takeOrphans()).toBeUndefined();
+    await first.reap;
+    a.resolve();
+    await s1;
+
+    const reaping = createDeferred();
+    const second = await holdingReap(guard, reaping.promise);
+    await operation(guard, live, order, 'b');
+    expect(second.scope.takeOrphans()).toBeUndefined();
+    reaping.resolve();
+    await second.reap;
+  });
+
+  it('removes the orphans of a pass nothing overlapped, holding every operation until they are gone', async () => {
+    const { guard, live } = guardOver(['r']);
+    const order: string[] = [];
+    const reaping = createDeferred();
+    const { scope, reap } = await holdingReap(guard, reaping.promise);
+    const release = scope.takeOrphans();
+    expect(release).toBeDefined();
+    const ops = [operation(guard, live, order, 'r'), operation(guard, live, order, 'new')];
+    await drain();
+    expect(order).toEqual([]);
+    release?.();
+    await Promise.all(ops);
+    expect(order.filter((o) => o.endsWith('start'))).toEqual(['r start', 'new start']);
+    reaping.resolve();
+    await reap;
   });
 
   it('runs one reap at a time, in call order, each with what is live when it starts', async () => {
     const live = new Set<string>(['r1']);
-    const guard = createReapGuard(() => live);
+    const guard = createReapGuard({ records: () => [], active: () => live });
     const first = createDeferred();
     const seen: string[][] = [];
-    const x1 = guard.reap(async (known) => {
+    const x1 = guard.reap(async ({ known }) => {
       seen.push([...known]);
       await first.promise;
     });
-    const x2 = guard.reap((known) => {
+    const x2 = guard.reap(({ known }) => {
       seen.push([...known]);
       return Promise.resolve();
     });
@@ -90,7 +184,7 @@ describe('createReapGuard', () => {
   });
 
   it('lets the next one in when the reap fails', async () => {
-    const guard = createReapGuard(() => []);
+    const { guard } = guardOver();
     await expect(guard.reap(() => Promise.reject(new Error('reap failed')))).rejects.toThrow(
       'reap failed',
     );
@@ -98,7 +192,7 @@ describe('createReapGuard', () => {
     await expect(guard.reap(() => Promise.resolve(2))).resolves.toBe(2);
   });
   it('lets a reap waiting for another leave when its signal aborts, and runs the next one', async () => {
-    const guard = createReapGuard(() => []);
+    const { guard } = guardOver();
     const first = createDeferred();
     const x1 = guard.reap(() => first.promise);
     const controller = new AbortController();

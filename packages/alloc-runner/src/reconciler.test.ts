@@ -15,6 +15,7 @@ import {
   createManualClock,
   createRecordingConfigurator,
   createRecordingNetns,
+  emptyHostState,
 } from './testing/index.js';
 import type { RecordingConfigurator, RecordingNetns } from './testing/index.js';
 
@@ -160,42 +161,132 @@ describe("the operators' reapLeaks", () => {
     expect(runner.get(C)?.phase).toBe('ready');
   });
 
-  it('holds a setup that arrives while the configurator reaps, and spares one under way', async () => {
-    await start();
-    // A's setup is under way (its ADD held) when the reap starts; B's arrives during the reap.
-    const addArrived = createDeferred();
-    const addRelease = createDeferred();
-    const reapArrived = createDeferred();
-    const reapRelease = createDeferred();
+  /** Holds the configurator's calls of `method` (the first id of a batch, or `*`) until released. */
+  function hold(method: 'reapLeaks' | 'reapBatch' | 'reapOrphans', keys: readonly string[]) {
+    const arrived = new Map(keys.map((k) => [k, createDeferred()]));
+    const release = new Map(keys.map((k) => [k, createDeferred()]));
     configurator.before = async (call) => {
-      if (call.method === 'setup' && call.allocId === A) {
-        addArrived.resolve();
-        await addRelease.promise;
-      }
-      if (call.method === 'reapLeaks') {
-        reapArrived.resolve();
-        await reapRelease.promise;
-      }
+      if (call.method !== method) return;
+      const key = call.allocIds?.[0] ?? '*';
+      arrived.get(key)?.resolve();
+      await release.get(key)?.promise;
     };
-    const setupA = runner.setup(spec(A));
-    await addArrived.promise;
-    const reaping = runner.reapLeaks();
-    await reapArrived.promise;
-    const setupB = runner.setup(spec(B));
-    await setImmediate();
-    // B waits for the reap before its turn starts (A's setup runs, B's waits); A, counted as
-    // known, is not waited for.
-    expect(runner.stats()).toMatchObject({ running: 1, waiting: 1 });
-    expect(configurator.callsOf('reapLeaks')).toEqual([{ method: 'reapLeaks', known: [A] }]);
-    expect(configurator.callsOf('setup').map((c) => c.allocId)).toEqual([A]);
-    expect(runner.get(B)).toBeUndefined();
+    return {
+      arrived: (key: string) => arrived.get(key)?.promise,
+      release: (key: string) => release.get(key)?.resolve(),
+    };
+  }
 
-    reapRelease.resolve();
-    await setupB;
-    expect(configurator.callsOf('setup').map((c) => c.allocId)).toEqual([A, B]);
-    addRelease.resolve();
-    await Promise.all([setupA, reaping]);
+  const orphanRule = {
+    family: 'ipv4' as const,
+    table: 'filter',
+    chain: 'CNI-FORWARD',
+    line: '-A CNI-FORWARD -s 172.26.64.99/32 -j ACCEPT',
+  };
+
+  it('sets up a new allocation beside the reap, before it ends, and has the configurator spare it', async () => {
+    await start();
+    await runner.setup(spec(A));
+    configurator.leak(C);
+    const order: string[] = [];
+    const scan = hold('reapLeaks', ['*']);
+    const reaping = runner.reapLeaks().then((report) => {
+      order.push('reap done');
+      return report;
+    });
+    await scan.arrived('*');
+    // B's setup runs while the reap is in its scan, and answers first.
+    await runner.setup(spec(B));
+    order.push('B ready');
+    scan.release('*');
+    const report = await reaping;
+
+    expect(order).toEqual(['B ready', 'reap done']);
+    expect(report.reaped.map((l) => l.allocId)).toEqual([C]);
+    expect(configurator.callsOf('reapBatch')).toEqual([
+      { method: 'reapBatch', allocIds: [C], spared: [B] },
+    ]);
+    expect([...configurator.attached.keys()].sort()).toEqual([A, B].sort());
     expect([runner.get(A)?.phase, runner.get(B)?.phase]).toEqual(['ready', 'ready']);
+  });
+
+  it('tears down and checks a known allocation while a batch is being removed', async () => {
+    await start();
+    await runner.setup(spec(A));
+    await runner.setup(spec(B));
+    configurator.leak(C);
+    const batch = hold('reapBatch', [C]);
+    const reaping = runner.reapLeaks();
+    await batch.arrived(C);
+    expect(await runner.check(B)).toEqual({ allocId: B, ran: true });
+    await runner.teardown(A);
+    expect(runner.get(A)).toBeUndefined();
+    batch.release(C);
+    expect((await reaping).reaped.map((l) => l.allocId)).toEqual([C]);
+    expect([...configurator.attached.keys()]).toEqual([B]);
+  });
+
+  it('holds an operation on an allocation being reaped until its own batch is done, no longer', async () => {
+    await start();
+    configurator.leak(C).leak(D);
+    const batches = hold('reapBatch', [C, D]);
+    const order: string[] = [];
+    const reaping = runner.reapLeaks({ batchSize: 1 }).then(() => order.push('reap done'));
+    await batches.arrived(C);
+    const teardownC = runner.teardown(C).then(() => order.push('C torn down'));
+    await setImmediate();
+    // C's batch is under way: its teardown waits, and nothing of it reached the configurator.
+    expect(configurator.callsOf('teardown')).toEqual([]);
+    await runner.setup(spec(B));
+    order.push('B ready');
+
+    batches.release(C);
+    await batches.arrived(D);
+    await teardownC;
+    // C's teardown went on once C's batch was done, while D's batch is still being removed.
+    expect(order).toEqual(['B ready', 'C torn down']);
+    expect(configurator.callsOf('teardown').map((c) => c.allocId)).toEqual([C]);
+    batches.release(D);
+    await reaping;
+    expect(order).toEqual(['B ready', 'C torn down', 'reap done']);
+    expect(configurator.callsOf('reapBatch')).toEqual([
+      { method: 'reapBatch', allocIds: [C], spared: [] },
+      { method: 'reapBatch', allocIds: [D], spared: [B] },
+    ]);
+  });
+
+  it('leaves the orphans of a reap that a setup ran beside, and removes them on a quiet one', async () => {
+    await start();
+    configurator.orphans = { ...emptyHostState, rules: [orphanRule] };
+    const scan = hold('reapLeaks', ['*']);
+    const reaping = runner.reapLeaks();
+    await scan.arrived('*');
+    await runner.setup(spec(B));
+    scan.release('*');
+    expect((await reaping).orphans).toEqual(emptyHostState);
+    expect(configurator.callsOf('reapOrphans')).toEqual([]);
+    expect(configurator.orphans.rules).toEqual([orphanRule]);
+
+    configurator.before = undefined;
+    expect((await runner.reapLeaks()).orphans.rules).toEqual([orphanRule]);
+    expect(configurator.callsOf('reapOrphans')).toEqual([{ method: 'reapOrphans', spared: [] }]);
+    expect(configurator.orphans).toEqual(emptyHostState);
+  });
+
+  it('holds operations while the orphans go, and lets them go after', async () => {
+    await start();
+    await runner.setup(spec(A));
+    configurator.orphans = { ...emptyHostState, rules: [orphanRule] };
+    const orphans = hold('reapOrphans', ['*']);
+    const order: string[] = [];
+    const reaping = runner.reapLeaks().then(() => order.push('reap done'));
+    await orphans.arrived('*');
+    const checked = runner.check(A).then(() => order.push('A checked'));
+    await setImmediate();
+    expect(configurator.callsOf('check')).toEqual([]);
+    orphans.release('*');
+    await Promise.all([reaping, checked]);
+    expect(order).toEqual(['reap done', 'A checked']);
   });
 
   it('reports a namespace it could not remove, and goes on with the next', async () => {

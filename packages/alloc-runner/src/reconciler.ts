@@ -3,10 +3,12 @@
 // `intervalMs`. The operators' `findLeaks` and `reapLeaks` are the same look, asked for now.
 //
 // Concurrency: one reconcile at a time (a second caller joins the running one). Its scan and the
-// configurator's reap, and the configurator's part of the operators' `reapLeaks`, run on the
-// exclusive side of the reap guard (reap-guard.ts): `known` is every record and every allocation
-// with an operation queued or running, and operations on any other allocation wait until the
-// reap is done, so a reap never removes the state of an allocation being set up under it. A
+// configurator's reap, and the configurator's part of the operators' `reapLeaks`, run as the reap
+// guard's one reap (reap-guard.ts): `known` is every record and every allocation with an
+// operation queued or running, and the guard's fence goes to the configurator, so that an
+// operation on any other allocation runs beside the reap, its allocation spared (it waits only
+// while the reap removes that allocation's own batch, or the orphans): a reap never removes the
+// state of an allocation being set up beside it. A
 // stray namespace is removed in its allocation's turn of the queue (the id its name encodes),
 // after a look at the records in that turn (`ownerOf`): a setup queued or running for that id
 // goes first, and once it has a record the namespace is its own and stays. That happens after
@@ -191,19 +193,22 @@ function guardedPass(
   mode: ReconcileMode,
   signal: AbortSignal | undefined,
 ): Promise<GuardedPass> {
-  return ctx.guard.reap(async (known) => {
+  return ctx.guard.reap(async (scope) => {
+    const { known } = scope;
     const strays = await strayNamespaces(ctx, known, signal);
     if (mode === 'report') {
       const report = await ctx.leaks.findLeaks(known, callOf(signal));
+      // An allocation set up beside the look is no leak.
+      const leaks = report.leaks.filter((l) => !scope.spared.has(l.allocId));
       return {
-        leakedAllocations: report.leaks.length,
+        leakedAllocations: leaks.length,
         orphanState: report.orphans,
         reaped: 0,
         failed: [],
         strays,
       };
     }
-    const report = await ctx.leaks.reapLeaks(known, callOf(signal));
+    const report = await ctx.leaks.reapLeaks(known, { ...callOf(signal), fence: scope });
     return {
       leakedAllocations: report.reaped.length + report.failed.length,
       orphanState: report.orphans,
@@ -350,7 +355,8 @@ export interface ReapOptions {
 
 /**
  * Removes the leaks now, for an operator: the configurator's reap as the reap guard's one reap
- * (every record and every allocation with an operation queued or running counts as known), then
+ * (every record and every allocation with an operation queued or running counts as known, and
+ * one whose operation begins during the reap is spared), then
  * the stray namespaces, each in its allocation's turn; counted.
  */
 export async function reapLeaks(
@@ -358,9 +364,10 @@ export async function reapLeaks(
   options: ReapOptions,
 ): Promise<RunnerReapReport> {
   const report = await ctx.guard.reap(
-    (known) =>
-      ctx.leaks.reapLeaks(known, {
+    (scope) =>
+      ctx.leaks.reapLeaks(scope.known, {
         ...callOf(options.signal),
+        fence: scope,
         ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
         ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
       }),

@@ -1300,13 +1300,13 @@ describe('reconcile', () => {
     });
   });
 
-  it('counts in-flight setups as known, and holds new allocations until it is done', async () => {
+  it('counts in-flight setups as known, and sets up a new allocation beside the reap, sparing it', async () => {
     const { runner, configurator, netns } = await make();
     const setupHold = holdCalls(configurator, 'setup', [A]);
     const setupA = runner.setup(spec(A));
     await setupHold.arrived(A);
 
-    // Hold the reaper: meanwhile a setup of B (unknown to this reconcile) must wait.
+    // Hold the reaper in its scan: meanwhile a setup of B (unknown to this reconcile) runs.
     const reaping = createDeferred();
     const reaperIn = createDeferred();
     const before = configurator.before;
@@ -1320,16 +1320,17 @@ describe('reconcile', () => {
     };
     const reconcile = runner.reconcile();
     await reaperIn.promise;
-    const setupB = runner.setup(spec(B));
-    // B's operation is queued but held: its record does not exist and nothing ran for it.
-    expect(runner.get(B)).toBeUndefined();
-    expect(netns.names.has(`alloc-${B}`)).toBe(false);
+    await runner.setup(spec(B));
+    // B is set up while the reap is still in its scan.
+    expect(runner.get(B)?.phase).toBe('ready');
+    expect(netns.names.has(`alloc-${B}`)).toBe(true);
     expect(configurator.callsOf('reapLeaks')).toEqual([{ method: 'reapLeaks', known: [A] }]);
-    expect(netns.names.has(`alloc-${A}`)).toBe(true);
 
     reaping.resolve();
     expect(await reconcile).toMatchObject({ reaped: 0, orphanNamespaces: 0 });
-    await setupB;
+    // The reap planned without B: it was spared, and its network is still there.
+    expect(configurator.callsOf('reapBatch')).toEqual([]);
+    expect(configurator.attached.has(B)).toBe(true);
     setupHold.release(A);
     await setupA;
     expect(runner.stats().live).toBe(2);

@@ -18,7 +18,12 @@ import { allocChains } from './marks.js';
 import { addPluginShapes, addResult, createFakeRuntime } from './testing/index.js';
 import type { PluginShapes } from './testing/index.js';
 import type { FakeRuntime } from './testing/index.js';
-import type { AllocNetworkSpec, CniConfigurator, CniConfiguratorOptions } from './types.js';
+import type {
+  AllocNetworkSpec,
+  CniConfigurator,
+  CniConfiguratorOptions,
+  ReapFence,
+} from './types.js';
 
 const ID = '6b235529-8111-4bbe-520b-d639b1d2a94e';
 const spec: AllocNetworkSpec = {
@@ -856,5 +861,98 @@ describe('findLeaks and reapLeaks', () => {
     await expect(configurator.reapLeaks([], { batchSize: 0 })).rejects.toThrow(
       'batchSize should be a whole number of at least 1, got 0',
     );
+  });
+
+  const EMPTY = { rules: [], chains: [], reservations: [], cacheFiles: [] };
+
+  /** A fence that records what the reap asks of it; `late` are spared between plan and take. */
+  function recordingFence(spared: string[], options: { late?: string[]; quiet?: boolean } = {}) {
+    const log: string[] = [];
+    const set = new Set(spared);
+    const fence: ReapFence = {
+      spared: set,
+      take: (ids) => {
+        log.push(`take ${ids.join(' ')}`);
+        for (const id of options.late ?? []) set.add(id);
+        return ids.filter((id) => !set.has(id));
+      },
+      done: (ids) => log.push(`done ${ids.join(' ')}`),
+      takeOrphans: () => {
+        log.push('take orphans');
+        return options.quiet === true ? () => log.push('orphans done') : undefined;
+      },
+    };
+    return { fence, log };
+  }
+
+  /** A restore that notes in `log` when it runs. */
+  const noted = (log: string[]) => () => {
+    log.push('restore');
+    return ok();
+  };
+
+  it('leaves what the fence spares, before the plan or after it, and lets each batch go when done', async () => {
+    await make();
+    const third = { allocId: 'c3', ip: '172.26.64.4' };
+    const fourth = { allocId: 'c4', ip: '172.26.64.5' };
+    const { fence, log } = recordingFence(['c3'], { late: ['c4'] });
+    v4.reply(ok(saved(leaked, third, fourth)), noted(log));
+    const report = await configurator.reapLeaks([], { batchSize: 1, fence });
+    // c3 was spared when the reap planned; c4 became spared between the plan and the take.
+    expect(log).toEqual([`take ${LEAK} c4`, 'restore', `done ${LEAK}`]);
+    expect(report.reaped.map((l) => l.allocId)).toEqual([LEAK]);
+    expect(v4.calls.map((c) => c.argv[0])).toEqual(['iptables-save', 'iptables-restore']);
+    expect(v4.calls[1]?.input).toBe(
+      natRemoval(
+        [
+          `-D POSTROUTING -s 172.26.64.3/32 -m comment --comment "name: \\"nomad\\" id: \\"${LEAK}\\"" -j ${allocChains('nomad', LEAK).masq}`,
+        ],
+        [allocChains('nomad', LEAK).masq],
+      ),
+    );
+  });
+
+  it('never counts a spared allocation’s chains as orphans, even before its tagged rules exist', async () => {
+    await make();
+    // A setup of "fresh" under way: its masquerade chain is made, its tagged jump not yet.
+    const { masq } = allocChains('nomad', 'fresh');
+    const { fence, log } = recordingFence(['fresh'], { quiet: true });
+    v4.reply(ok(`*nat\n:${masq} - [0:0]\nCOMMIT\n`));
+    const report = await configurator.reapLeaks([], { fence });
+    expect(log).toEqual(['take ']);
+    expect(report).toEqual({ reaped: [], orphans: EMPTY, failed: [] });
+    expect(v4.calls.map((c) => c.argv[0])).toEqual(['iptables-save']);
+  });
+
+  it('leaves the orphans for the next pass when an operation ran beside the reap', async () => {
+    await make();
+    const { masq: orphan } = allocChains('nomad', 'gone');
+    const save = saved(leaked).replace('*nat\n', `*nat\n:${orphan} - [0:0]\n`);
+    const { fence, log } = recordingFence([]);
+    v4.reply(ok(save), noted(log));
+    const report = await configurator.reapLeaks([], { fence });
+    expect(log).toEqual([`take ${LEAK}`, 'restore', `done ${LEAK}`, 'take orphans']);
+    expect(report.reaped.map((l) => l.allocId)).toEqual([LEAK]);
+    expect(report.orphans).toEqual(EMPTY);
+    expect(v4.calls[1]?.input).not.toContain(orphan);
+  });
+
+  it('removes the orphans when no operation ran, holding operations until they are gone', async () => {
+    await make();
+    const { masq: orphan } = allocChains('nomad', 'gone');
+    const save = saved(leaked).replace('*nat\n', `*nat\n:${orphan} - [0:0]\n`);
+    const { fence, log } = recordingFence([], { quiet: true });
+    v4.reply(ok(save), noted(log), noted(log));
+    const report = await configurator.reapLeaks([], { fence });
+    expect(log).toEqual([
+      `take ${LEAK}`,
+      'restore',
+      `done ${LEAK}`,
+      'take orphans',
+      'restore',
+      'orphans done',
+    ]);
+    expect(report.orphans.chains).toEqual([{ family: 'ipv4', table: 'nat', chain: orphan }]);
+    expect(v4.calls[2]?.input).toBe(natRemoval([], [orphan]));
   });
 });

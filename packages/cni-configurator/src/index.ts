@@ -53,6 +53,7 @@ export type {
   NetworkSnapshot,
   OperationOptions,
   PortMapping,
+  ReapFence,
   ReapProgress,
   ReapReport,
   RequestedPortMapping,

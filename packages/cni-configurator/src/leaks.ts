@@ -5,14 +5,20 @@
 // iptables-restore.
 //
 // Concurrency: a leak search reads the whole host once (both families' iptables-save, every
-// managed IPAM directory, the CNI cache) while setups, CHECKs and teardowns of known allocations
-// go on: their state is dropped before parsing (`linesNotAbout`) and never selected. It must not
-// run alongside a setup of an allocation outside `known`, whose fresh state would look leaked:
-// callers make sure of that (the runner holds operations on allocations it did not count as
-// known while it scans and reaps). Batches are applied one after another; a change by anyone else
-// since the scan turns the removal by handle into iptables-restore (which deletes rules by their
-// spec, whatever moved around them), and when a batch's restore fails because iptables changed
-// under it, `sweep` plans that batch again from a fresh scan.
+// managed IPAM directory, the CNI cache) while setups, CHECKs and teardowns go on. Those of known
+// allocations are dropped before parsing (`linesNotAbout`) and never selected. Those of any other
+// allocation are kept clear by the caller's `ReapFence` (types.ts; the runner's reap guard): an
+// allocation with an operation begun before the plan is `spared` (counted as known when planning,
+// its chains never orphans); the planned ids are `take`n, so that an operation on one of them
+// waits for its own batch only; and the orphans, which no id can be read from (a firewall accept
+// read before its reservation, or a portmap chain before its jump, may be an operation's
+// half-made state), are removed only when no operation ran during the reap, holding operations
+// while they go. Batches are applied one after another; a change by anyone else since the scan
+// turns the removal by handle into iptables-restore (which deletes rules by their spec, whatever
+// moved around them), and when a batch's restore fails because iptables changed under it, `sweep`
+// plans that batch again from a fresh scan, sparing what has been spared by then.
+import { setImmediate } from 'node:timers/promises';
+import { logInfo } from '@allocnet/base';
 import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf } from './context.js';
 import type { ConfiguratorContext } from './context.js';
@@ -23,7 +29,7 @@ import type { Plan } from './plan.js';
 import { plan, tagsIn } from './planner.js';
 import type { Scan } from './planner.js';
 import { scan, sweep } from './sweep.js';
-import type { HostState, Leak, LeakReport, LeakSweeper } from './types.js';
+import type { HostState, Leak, LeakReport, LeakSweeper, ReapFence, ReapProgress } from './types.js';
 
 /** Ids outside `known` that something in a managed network is tagged or filed under. */
 function leakedIds(
@@ -41,6 +47,14 @@ function leakedIds(
   return ids;
 }
 
+/** No operation runs beside the reap: nothing is spared, nothing waits. */
+const OPEN_FENCE: ReapFence = {
+  spared: new Set(),
+  take: (allocIds) => allocIds,
+  done: () => undefined,
+  takeOrphans: () => () => undefined,
+};
+
 /** One allocation's part of a plan as a leak: the networks it names, and the state. */
 function leakOf(allocId: string, part: Plan = EMPTY_PLAN): Leak {
   const networks = new Set<string>();
@@ -53,11 +67,71 @@ function leakOf(allocId: string, part: Plan = EMPTY_PLAN): Leak {
   return { allocId, networks: [...networks].sort(), state: describePlan(part) };
 }
 
+/** Removes the taken ids batch by batch, letting the fence know as each batch is done. */
+async function inBatches(
+  ids: readonly string[],
+  batchSize: number,
+  fence: ReapFence,
+  remove: (batch: readonly string[]) => Promise<void>,
+  onProgress: ((progress: ReapProgress) => void) | undefined,
+): Promise<void> {
+  let next = 0;
+  try {
+    while (next < ids.length) {
+      const batch = ids.slice(next, next + batchSize);
+      try {
+        await remove(batch);
+      } finally {
+        next += batch.length;
+        fence.done(batch);
+      }
+      onProgress?.({ done: next, total: ids.length, allocId: batch.at(-1) });
+      // A removal by handle is one synchronous netlink transaction: without a turn of the event
+      // loop between batches, an operation admitted beside the reap (and every other call) would
+      // wait for the last batch after all.
+      if (next < ids.length) await setImmediate();
+    }
+  } finally {
+    // An abort or a throw in a batch: the ones after it never started, and are let go.
+    if (next < ids.length) fence.done(ids.slice(next));
+  }
+}
+
+/** Removes the planned orphans if the fence gives them their turn, else leaves them (logged). */
+async function orphansTurn(
+  ctx: ConfiguratorContext,
+  fence: ReapFence,
+  planned: Plan | undefined,
+  remove: () => Promise<void>,
+): Promise<void> {
+  if (planned === undefined) return;
+  const release = fence.takeOrphans();
+  if (release === undefined) {
+    logInfo(ctx.logger, 'reap: orphans left for the next pass (an operation ran beside it)', {
+      rules: planned.rules.length,
+      chains: planned.chains.length,
+    });
+    return;
+  }
+  try {
+    await remove();
+  } finally {
+    release();
+  }
+}
+
 export function createLeaks(
   ctx: ConfiguratorContext,
 ): Pick<LeakSweeper, 'findLeaks' | 'reapLeaks'> {
-  /** Everything tagged with an id outside `known`, planned for removal and split by owner. */
-  async function planLeaks(known: ReadonlySet<string>, call: CallOptions) {
+  /**
+   * Everything tagged with an id outside `known` and `spared` (read once the scan is done),
+   * planned for removal and split by owner.
+   */
+  async function planLeaks(
+    known: ReadonlySet<string>,
+    call: CallOptions,
+    spared: ReadonlySet<string> = OPEN_FENCE.spared,
+  ) {
     const snapshot = await ctx.catalog.current();
     const managed = ctx.managedFacts(snapshot);
     const found = await scan(ctx, {
@@ -79,13 +153,14 @@ export function createLeaks(
     });
     // Networks the CNI cache names that are no longer configured are still ours to clean.
     const names = new Set([...managed.map((f) => f.name), ...found.cache.map((c) => c.network)]);
-    const ids = leakedIds(found, names, known);
+    const alive = spared.size === 0 ? known : new Set([...known, ...spared]);
+    const ids = leakedIds(found, names, alive);
     const planned = plan(found, {
       allocIds: ids,
       networks: [...names],
       addresses: [],
       orphansOf: managed,
-      known,
+      known: alive,
     });
     return { ids: [...ids].sort(), groups: groupPlan(planned) };
   }
@@ -105,44 +180,37 @@ export function createLeaks(
       const batchSize = opts?.batchSize ?? 500;
       if (!Number.isInteger(batchSize) || batchSize < 1)
         throw invalidField('batchSize', `should be a whole number of at least 1, got ${batchSize}`);
+      const fence = opts?.fence ?? OPEN_FENCE;
       const known = new Set(knownIds);
-      const found = await planLeaks(known, call);
-      const ids = found.ids;
+      const found = await planLeaks(known, call, fence.spared);
+      const ids = fence.take(found.ids);
       let groups = found.groups;
-      const total = ids.length;
       const reaped: Leak[] = [];
       const failed: { allocId: string; error: string }[] = [];
       let orphans: HostState = EMPTY_STATE;
-      // Allocations in batches, then the orphans (owner undefined) on their own.
-      const batches: (string | undefined)[][] = [];
-      for (let i = 0; i < ids.length; i += batchSize) batches.push(ids.slice(i, i + batchSize));
-      batches.push([undefined]);
-      let done = 0;
-      for (const batch of batches) {
+      /** Removes the owners' parts of the plan (undefined: the orphans), and reports them. */
+      const remove = async (owners: readonly (string | undefined)[]) => {
         const { last, error } = await sweep(
           ctx,
           async (attempt) => {
             // After a failed restore, iptables changed since the scan (another allocation's
             // plugin was at work): look again, for what is left of this batch (and the next).
-            if (attempt > 1) ({ groups } = await planLeaks(known, call));
-            return joinPlans(batch.flatMap((owner) => groups.get(owner) ?? []));
+            if (attempt > 1) ({ groups } = await planLeaks(known, call, fence.spared));
+            return joinPlans(owners.flatMap((owner) => groups.get(owner) ?? []));
           },
           call,
         );
         const parts = groupPlan(last);
-        for (const owner of batch) {
+        for (const owner of owners) {
           const part = parts.get(owner);
           if (owner === undefined) {
             if (error === undefined && part !== undefined) orphans = describePlan(part);
           } else if (error === undefined) reaped.push(leakOf(owner, part));
           else failed.push({ allocId: owner, error: messageOf(error) });
         }
-        const counted = batch.filter((id) => id !== undefined);
-        if (counted.length > 0) {
-          done += counted.length;
-          opts?.onProgress?.({ done, total, allocId: counted.at(-1) });
-        }
-      }
+      };
+      await inBatches(ids, batchSize, fence, remove, opts?.onProgress);
+      await orphansTurn(ctx, fence, groups.get(undefined), () => remove([undefined]));
       return { reaped, orphans, failed };
     },
   };

@@ -371,6 +371,30 @@ export interface AllocNetworking {
   ): Promise<HoldReport>;
 }
 
+/**
+ * How a reap keeps clear of the operations that run while it does (the runner's reap guard gives
+ * one; without one, nothing is spared and nothing waits). A reap scans, plans, then removes batch
+ * by batch, and asks the fence at two points:
+ * - when it has planned, it `take`s the leaked ids it means to remove: those already `spared`
+ *   stay; from then on an operation on a taken id waits until the reap calls `done` for its batch;
+ * - before the orphans (state no id can be read from), `takeOrphans`: undefined when an
+ *   operation ran during the reap (the orphans stay for the next pass), else the reap holds every
+ *   operation until it calls the release it is given.
+ */
+export interface ReapFence {
+  /**
+   * Ids outside `known` with an operation begun during the reap: alive, their state (old or new)
+   * never removed by it. Live: it grows while the reap runs; read it when planning.
+   */
+  readonly spared: ReadonlySet<string>;
+  /** Takes planned ids for removal: resolves those not spared, which are the reap's from now. */
+  take(allocIds: readonly string[]): readonly string[];
+  /** The taken ids' batch is done (removed, or failed): operations on them may go on. */
+  done(allocIds: readonly string[]): void;
+  /** The orphans' turn: its release, or undefined when they are to stay for the next pass. */
+  takeOrphans(): (() => void) | undefined;
+}
+
 /** State on the host that no live allocation accounts for: what reconcilers and operators clean. */
 export interface LeakSweeper {
   /** Everything tagged with an allocation id outside `known`, and state that belongs to no one. */
@@ -381,6 +405,8 @@ export interface LeakSweeper {
     options?: OperationOptions & {
       readonly onProgress?: (progress: ReapProgress) => void;
       readonly batchSize?: number;
+      /** Operations running beside the reap (see ReapFence); default none. */
+      readonly fence?: ReapFence;
     },
   ): Promise<ReapReport>;
   /** The audit's sweep without a DEL: for operators, idempotent. */

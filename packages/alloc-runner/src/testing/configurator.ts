@@ -15,6 +15,7 @@ import type {
 } from '@allocnet/cni-configurator';
 import { portMappings, requestedPortMappings } from '@allocnet/cni-configurator';
 
+/** The configurator's methods, and the fake's steps of one reapLeaks (`reapBatch`, `reapOrphans`). */
 export type ConfiguratorMethod =
   | 'setup'
   | 'check'
@@ -23,6 +24,8 @@ export type ConfiguratorMethod =
   | 'findLeaks'
   | 'reapLeaks'
   | 'holdAddresses'
+  | 'reapBatch'
+  | 'reapOrphans'
   | 'reload'
   | 'close';
 
@@ -38,6 +41,10 @@ export interface ConfiguratorCall {
   readonly attachment?: AllocAttachment | undefined;
   /** findLeaks/reapLeaks: the known ids, sorted. */
   readonly known?: readonly string[];
+  /** reapBatch: the batch's ids, as the fence let the reap take them. */
+  readonly allocIds?: readonly string[];
+  /** reapBatch, reapOrphans: the ids the fence spared by then, sorted. */
+  readonly spared?: readonly string[];
   /** forceCleanup: whether it was a dry run, and the network when one was given. */
   readonly dryRun?: boolean;
   readonly network?: string;
@@ -56,8 +63,12 @@ export interface ConfiguratorCall {
  * host-local does) and refuses an allocation
  * that already has a network (a second ADD); `check` fails for one that has none; `teardown`
  * removes the allocation's network whether or not an attachment is given (the audit's sweep);
- * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`; `portMappingsOf` and
- * the attachment's `portMappings` are the real configurator's (host IPs kept).
+ * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`. `reapLeaks` follows
+ * the fence it is given as the real one does: it "scans" (the `reapLeaks` call's hold), plans the
+ * allocations outside `known` and the fence's `spared`, takes them, removes them batch by batch
+ * (each a `reapBatch` call, held by `before` like any other; `done` after it), then the orphans
+ * (a `reapOrphans` call) only if `takeOrphans` gives it their turn. `portMappingsOf` and the
+ * attachment's `portMappings` are the real configurator's (host IPs kept).
  */
 export interface RecordingConfigurator extends CniConfigurator {
   readonly calls: readonly ConfiguratorCall[];
@@ -88,6 +99,16 @@ export const emptyHostState: HostState = {
   reservations: [],
   cacheFiles: [],
 };
+
+function isEmptyState(state: HostState): boolean {
+  return (
+    state.rules.length +
+      state.chains.length +
+      state.reservations.length +
+      state.cacheFiles.length ===
+    0
+  );
+}
 
 /** What the fake says a network leaves tagged with an allocation. */
 function stateOf(attachment: AllocAttachment): HostState {
@@ -295,14 +316,45 @@ export function createRecordingConfigurator(): RecordingConfigurator {
     async reapLeaks(known, options = {}): Promise<ReapReport> {
       const ids = [...known].sort();
       await enter({ method: 'reapLeaks', known: ids });
-      const leaks = leaksOutside(ids);
-      leaks.forEach((leak, i) => {
-        attached.delete(leak.allocId);
-        options.onProgress?.({ done: i + 1, total: leaks.length, allocId: leak.allocId });
-      });
-      const orphans = fake.orphans;
-      fake.orphans = emptyHostState;
-      return { reaped: leaks, orphans, failed: [] };
+      const fence = options.fence;
+      const spared = () => [...(fence?.spared ?? [])].sort();
+      const planned = leaksOutside([...ids, ...spared()]);
+      const taken = new Set(
+        fence?.take(planned.map((l) => l.allocId)) ?? planned.map((l) => l.allocId),
+      );
+      const leaks = planned.filter((l) => taken.has(l.allocId));
+      const size = options.batchSize ?? 500;
+      const reaped: Leak[] = [];
+      for (let i = 0; i < leaks.length; i += size) {
+        const batch = leaks.slice(i, i + size);
+        const allocIds = batch.map((l) => l.allocId);
+        try {
+          await enter({ method: 'reapBatch', allocIds, spared: spared() });
+          for (const leak of batch) attached.delete(leak.allocId);
+          reaped.push(...batch);
+        } finally {
+          fence?.done(allocIds);
+        }
+        // Per allocation, as the configurator did before it reaped in batches.
+        batch.forEach((leak, j) => {
+          options.onProgress?.({ done: i + j + 1, total: leaks.length, allocId: leak.allocId });
+        });
+      }
+      let orphans = emptyHostState;
+      const release = isEmptyState(fake.orphans)
+        ? undefined
+        : fence === undefined
+          ? () => undefined
+          : fence.takeOrphans();
+      if (release !== undefined)
+        try {
+          await enter({ method: 'reapOrphans', spared: spared() });
+          orphans = fake.orphans;
+          fake.orphans = emptyHostState;
+        } finally {
+          release();
+        }
+      return { reaped, orphans, failed: [] };
     },
 
     async holdAddresses(attachments): Promise<HoldReport> {
