@@ -220,7 +220,7 @@ it('after a SIGKILL with setups in flight no temporary outlives the restart, a t
   const ids = Array.from({ length: 40 }, (_, i) => allocId(0x100 + i));
   // Killed once a few have answered: the others are anywhere in their setup.
   let answered = 0;
-  let killNow = () => undefined as void;
+  let killNow: () => void = () => undefined;
   const fewAnswered = new Promise<void>((resolve) => {
     killNow = resolve;
   });
