@@ -3,11 +3,20 @@
 // the process (lmdb-js rejected a promise nobody held). Now: a setup or teardown that needs a
 // write answers RESOURCE_EXHAUSTED naming the data dir and changes nothing, the agent goes on
 // serving reads, survives a restart while full, reports it (GetAgentInfo, `allocnet version`),
-// and works again as soon as space is freed. Needs root (mount), iproute2, iptables and
-// containernetworking-plugins; never touches the root network namespace. The tmpfs is mounted
-// in this process's mount namespace under the test's temp dir and unmounted in afterEach.
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+// and works again as soon as space is freed.
+//
+// Nothing left by a full disk or a crash (issue 28): with the CNI cache on a tmpfs of its own
+// filled up, setups fail at their ADD marker and leave no temporary; the data dir's tree is the
+// same after the space is freed and everything torn down. After a SIGKILL with setups in flight,
+// a restart, a teardown of all and `allocnet leaks --reap --local`, no temporary is left; one a
+// killed writer left is reported by `allocnet leaks` and removed by the agent's start sweep.
+//
+// Needs root (mount), iproute2, iptables and containernetworking-plugins; never touches the root
+// network namespace. The tmpfs are mounted in this process's mount namespace under the test's
+// temp dir and unmounted in afterEach.
+import { spawnSync } from 'node:child_process';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { execa } from 'execa';
 import { unary } from '@allocnet/proto';
 import { requireNetworkTestHost } from '@allocnet/testns';
@@ -19,6 +28,8 @@ const B = '00000000-0000-4000-8000-0000000fd00b';
 
 let host: AgentHost;
 let mounted = false;
+/** Mounted inside the data dir's tmpfs, unmounted before it. */
+let inner: string | undefined;
 
 beforeAll(async () => {
   await requireNetworkTestHost(['ip', 'iptables', 'nsenter', 'mount', `${PLUGIN_DIR}/bridge`]);
@@ -35,6 +46,8 @@ afterEach(async () => {
   try {
     // Lazily: detached at once (so that dispose() can remove the temp dir), freed once an agent
     // a failed test left running has closed its files there.
+    if (inner !== undefined) await execa('umount', ['-l', inner]);
+    inner = undefined;
     if (mounted) await execa('umount', ['-l', host.dataDir]);
     mounted = false;
   } finally {
@@ -42,9 +55,9 @@ afterEach(async () => {
   }
 });
 
-/** Fills the data dir's filesystem: one file written until the write fails with ENOSPC. */
-async function fill(): Promise<string> {
-  const file = join(host.dataDir, 'filler');
+/** Fills the filesystem of `dir`: one file written until the write fails with ENOSPC. */
+async function fill(dir = host.dataDir): Promise<string> {
+  const file = join(dir, 'filler');
   const dd = await execa('dd', ['if=/dev/zero', `of=${file}`, 'bs=64k'], { reject: false });
   expect(dd.stderr).toContain('No space left on device');
   return file;
@@ -107,4 +120,152 @@ it('a full data dir refuses writes with RESOURCE_EXHAUSTED, keeps serving reads,
   expect(await host.namespaces()).toEqual([]);
   expect(await host.reservations()).toEqual({});
   expect(await agent.stop()).toEqual({ code: 0, signal: null });
+});
+
+/** Every path under `dir` (directories with a trailing slash), relative, sorted: no sizes. */
+async function tree(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .map((e) => `${relative(dir, join(e.parentPath, e.name))}${e.isDirectory() ? '/' : ''}`)
+    .sort();
+}
+
+function allocId(n: number): string {
+  return `00000000-0000-4000-8000-0000000fd${n.toString(16).padStart(3, '0')}`;
+}
+
+/**
+ * The ruleset of the node with no allocation, after a first setup and teardown: the plugins keep
+ * their shared chains (CNI-FORWARD, CNI-HOSTPORT-*) once made.
+ */
+async function warmBaseline(): Promise<string> {
+  const id = allocId(0xfff);
+  expect(await outcome(unary(host.alloc(), 'SetupAllocNetwork', spec(id, 28999)))).toBe('ok');
+  expect(await outcome(unary(host.alloc(), 'TeardownAllocNetwork', { allocId: id }))).toBe('ok');
+  return host.ruleset();
+}
+
+/** `allocnet` on this host's node, without the agent. */
+function localCli(...argv: string[]) {
+  return execa(
+    process.execPath,
+    [
+      CLI_MAIN,
+      ...argv,
+      '--local',
+      '--host-netns',
+      host.node.name,
+      '--conf-dir',
+      host.confDir,
+      '--cache-dir',
+      join(host.dataDir, 'cni'),
+      '--ipam-dir',
+      host.ipamDir,
+    ],
+    { reject: false },
+  );
+}
+
+it('a full CNI cache fails setups at their ADD marker and leaves no temporary: the tree is as before once freed and torn down', async () => {
+  inner = join(host.dataDir, 'cni');
+  await mkdir(inner);
+  await execa('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'allocnet-full-cache', inner]);
+  const agent = await host.start();
+  const baseline = await warmBaseline();
+  const [A, B] = [allocId(1), allocId(2)];
+  for (const [id, port] of [
+    [A, 28080],
+    [B, 28081],
+  ] as const)
+    expect(await outcome(unary(host.alloc(), 'SetupAllocNetwork', spec(id, port)))).toBe('ok');
+  const before = await tree(host.dataDir);
+  expect(before).toContain(`cni/results/nomad-${A}-eth0`);
+  const filler = await fill(inner);
+
+  const failed = [3, 4, 5].map(allocId);
+  for (const [i, id] of failed.entries()) {
+    const answer = await outcome(unary(host.alloc(), 'SetupAllocNetwork', spec(id, 28090 + i)));
+    expect(answer === 'ok' ? 'ok' : answer[0]).toBe('INTERNAL');
+    expect(answer === 'ok' ? '' : answer[1]).toContain(
+      `writing the ADD marker of nomad-${id}-eth0: ENOSPC: no space left on device`,
+    );
+  }
+  // The agent serves on: reads, and a teardown.
+  const list = await unary(host.alloc(), 'ListAllocNetworks', {});
+  expect(list.allocations.filter((a) => a.phase === 'PHASE_READY').map((a) => a.allocId)).toEqual([
+    A,
+    B,
+  ]);
+  expect(await outcome(unary(host.alloc(), 'TeardownAllocNetwork', { allocId: B }))).toBe('ok');
+  expect((await tree(inner)).filter((p) => p.endsWith('.tmp'))).toEqual([]);
+
+  await rm(filler);
+  const records = (await unary(host.alloc(), 'ListAllocNetworks', {})).allocations;
+  for (const { allocId: id } of records)
+    expect([
+      id,
+      await outcome(unary(host.alloc(), 'TeardownAllocNetwork', { allocId: id })),
+    ]).toEqual([id, 'ok']);
+  const gone = new Set([`cni/results/nomad-${A}-eth0`, `cni/results/nomad-${B}-eth0`]);
+  expect(await tree(host.dataDir)).toEqual(before.filter((p) => !gone.has(p)));
+  expect(await host.ruleset()).toBe(baseline);
+  expect(await host.namespaces()).toEqual([]);
+  expect(await host.reservations()).toEqual({});
+  expect(await agent.stop()).toEqual({ code: 0, signal: null });
+});
+
+it('after a SIGKILL with setups in flight no temporary outlives the restart, a teardown of all and a reap; a stale one is reported, then swept at start', async () => {
+  let agent = await host.start();
+  const baseline = await warmBaseline();
+  const ids = Array.from({ length: 40 }, (_, i) => allocId(0x100 + i));
+  // Killed once a few have answered: the others are anywhere in their setup.
+  let answered = 0;
+  let killNow: () => void = () => undefined;
+  const fewAnswered = new Promise<void>((resolve) => {
+    killNow = resolve;
+  });
+  const calls = ids.map((id, i) =>
+    outcome(unary(host.alloc(), 'SetupAllocNetwork', spec(id, 28100 + i))).finally(() => {
+      if (++answered === 5) killNow();
+    }),
+  );
+  await fewAnswered;
+  agent.child.kill('SIGKILL');
+  expect(await agent.exited).toEqual({ code: null, signal: 'SIGKILL' });
+  await Promise.all(calls);
+  expect(answered).toBe(ids.length);
+
+  // A temporary a killed writer left, planted while no agent runs: `allocnet leaks` reports it.
+  const adding = join(host.dataDir, 'cni', 'allocnet', 'adding');
+  await mkdir(adding, { recursive: true });
+  const stale = join(adding, `.nomad-${allocId(0x200)}-eth0.${spawnSync('true').pid}.0badcafe.tmp`);
+  await writeFile(stale, '');
+  const found = await localCli('leaks', '--json');
+  expect(found.exitCode).toBe(0);
+  const report = JSON.parse(found.stdout) as { orphans: { cacheFiles: string[] } };
+  expect(report.orphans.cacheFiles).toContain(stale);
+
+  // The start sweep removes it (and any the kill left).
+  agent = await host.start();
+  expect((await tree(host.dataDir)).filter((p) => p.endsWith('.tmp'))).toEqual([]);
+  const swept = await agent.waitForLine(
+    (l) => l.message === 'removed the temporaries of interrupted writes',
+  );
+  expect(swept.count).toBeGreaterThanOrEqual(1);
+
+  const records = (await unary(host.alloc(), 'ListAllocNetworks', {})).allocations;
+  for (const { allocId: id } of records)
+    expect([
+      id,
+      await outcome(unary(host.alloc(), 'TeardownAllocNetwork', { allocId: id })),
+    ]).toEqual([id, 'ok']);
+  expect(await agent.stop()).toEqual({ code: 0, signal: null });
+  const reaped = await localCli('leaks', '--reap');
+  expect([reaped.exitCode, reaped.stderr]).toEqual([0, '']);
+  const left = await tree(host.dataDir);
+  expect(left.filter((p) => p.endsWith('.tmp') || p.startsWith('cni/results/nomad'))).toEqual([]);
+  expect(left.filter((p) => p.startsWith('cni/allocnet/adding/nomad'))).toEqual([]);
+  expect(await host.ruleset()).toBe(baseline);
+  expect(await host.namespaces()).toEqual([]);
+  expect(await host.reservations()).toEqual({});
 });

@@ -1,6 +1,7 @@
 // startAgent in this process, on the recording configurator and netns fakes, with its unix
 // socket in a temp dir (no TCP, no metrics listener: unit tests open no network port).
-import { chmod, lstat, readFile, stat, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { chmod, lstat, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
@@ -140,6 +141,41 @@ describe('startAgent', () => {
     await expect(lstat(c.readyFile ?? '')).rejects.toMatchObject({ code: 'ENOENT' });
     expect(configurator.callsOf('close')).toHaveLength(1);
     expect(lines.map((l) => l.message)).toContain('agent stopped');
+  });
+
+  it('removes at start the temporaries killed writers left in the CNI cache and beside the ready file, and nothing else', async () => {
+    const c = config();
+    const gone = spawnSync('true').pid;
+    const cache = join(tmp.path, 'data', 'cni');
+    const run = join(tmp.path, 'run');
+    const stale = [
+      join(cache, 'results', `.nomad-a1-eth0.${gone}.0000000b.tmp`),
+      join(cache, 'allocnet', 'adding', `.nomad-a1-eth0.${gone}.0000000a.tmp`),
+      join(run, `.ready.json.${gone}.0000000c.tmp`),
+    ];
+    const kept = [
+      // A live writer's (an `allocnet cni add` on this cache, say): a write in flight.
+      join(cache, 'results', `.nomad-b2-eth0.${process.pid}.0000000d.tmp`),
+      join(cache, 'results', 'nomad-b2-eth0'),
+      // Not the ready file's: someone else's file in its directory.
+      join(run, `.other.json.${gone}.0000000e.tmp`),
+    ];
+    for (const d of [join(cache, 'allocnet', 'adding'), join(cache, 'results'), run])
+      await mkdir(d, { recursive: true, mode: 0o700 });
+    for (const path of [...stale, ...kept]) await writeFile(path, '');
+    await start(c);
+    for (const path of stale) await expect(lstat(path)).rejects.toMatchObject({ code: 'ENOENT' });
+    for (const path of kept) expect((await lstat(path)).isFile()).toBe(true);
+    expect(
+      lines.find((l) => l.message === 'removed the temporaries of interrupted writes'),
+    ).toEqual({
+      level: 'info',
+      message: 'removed the temporaries of interrupted writes',
+      meta: { count: 3 },
+    });
+    expect(lines.find((l) => l.message === 'the temporaries removed')?.meta).toEqual({
+      paths: stale,
+    });
   });
 
   it('warns at start about plugins it cannot find', async () => {

@@ -8,8 +8,8 @@
 // the runner closes (it waits for every operation, rollbacks included), then the configurator,
 // the metrics listener, the socket file and the ready file go.
 import { readFileSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { writeFileDurably } from '@allocnet/base/files';
 import type { Registry } from 'prom-client';
 import { defaultSpawnMethod } from '@allocnet/spawn';
 import { composeAgent } from './compose.js';
@@ -78,10 +78,8 @@ export interface ReadyInfo {
 }
 
 async function writeReadyFile(file: string, info: ReadyInfo): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
-  const temp = `${file}.${process.pid}.tmp`;
-  await writeFile(temp, `${JSON.stringify(info)}\n`, { mode: 0o600 });
-  await rename(temp, file);
+  // Its directory as `mkdir -p` would make it: scripts of other users may read the file's place.
+  await writeFileDurably(file, `${JSON.stringify(info)}\n`, { dirMode: 0o777 });
 }
 
 /** Stops the composed agent in the order the opening comment gives; logs what did not close. */

@@ -40,6 +40,7 @@ import type { GrpcServers } from './servers.js';
 import { createServiceHandlers } from './service.js';
 import type { ServiceHandlers } from './service.js';
 import { claimSocketPath } from './socket.js';
+import { sweepTemporaries } from './temporaries.js';
 
 /**
  * What the agent uses of the configurator: what the runner calls of it, and its networks,
@@ -386,6 +387,8 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
         : await readOperatorToken(config.tcp.operatorTokenFile),
   };
   const dataDirLock = await claimPaths(config, logger, opened);
+  // With the lock held, no other agent writes here: what a killed one left can go.
+  await sweepTemporaries(config, logger);
   // The metrics read the runner's counters once the runner exists.
   const made: { runner?: AllocRunner } = {};
   const metrics = metricsOf(() => made.runner, options.version, options.seams);

@@ -6,6 +6,7 @@
 // split by module: every test shares the one harness below (temp dir, recording execs, fake
 // runtime, `make`) and the iptables fixtures, which would otherwise be a public testing export or
 // a copy per file.
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -845,6 +846,22 @@ describe('findLeaks and reapLeaks', () => {
       { done: 1, total: 2, allocId: LEAK },
       { done: 2, total: 2, allocId: 'c3' },
     ]);
+  });
+
+  it('reports the temporaries of writes whose writer is gone as orphans, and reaps them; a live writer’s stays', async () => {
+    await make();
+    const gone = spawnSync('true').pid;
+    const adding = join(dir, 'cache', 'allocnet', 'adding');
+    const stale = join(adding, `.nomad-${LEAK}-eth0.${gone}.0000abcd.tmp`);
+    const inFlight = join(adding, `.nomad-${ID}-eth0.${process.pid}.0000abce.tmp`);
+    await mkdir(adding, { recursive: true });
+    await writeFile(stale, '');
+    await writeFile(inFlight, '');
+    v4.reply(ok(saved(live)), ok(saved(live)));
+    const orphans = { rules: [], chains: [], reservations: [], cacheFiles: [stale] };
+    expect(await configurator.findLeaks([ID])).toEqual({ leaks: [], orphans });
+    expect(await configurator.reapLeaks([ID])).toEqual({ reaped: [], orphans, failed: [] });
+    expect(await readdir(adding)).toEqual([`.nomad-${ID}-eth0.${process.pid}.0000abce.tmp`]);
   });
 
   it('lists the allocations whose batch could not be applied after three scans', async () => {

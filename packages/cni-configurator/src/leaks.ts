@@ -43,7 +43,7 @@ function leakedIds(
   };
   for (const tag of tagsIn(found)) consider(tag.allocId, tag.network);
   for (const r of found.reservations) consider(r.allocId, r.network);
-  for (const c of found.cache) consider(c.allocId, c.network);
+  for (const c of found.cache) if (c.kind !== 'temporary') consider(c.allocId, c.network);
   return ids;
 }
 
@@ -63,7 +63,7 @@ function leakOf(allocId: string, part: Plan = EMPTY_PLAN): Leak {
     if (network !== undefined) networks.add(network);
   }
   for (const r of part.reservations) networks.add(r.network);
-  for (const c of part.cache) networks.add(c.network);
+  for (const c of part.cache) if (c.network !== undefined) networks.add(c.network);
   return { allocId, networks: [...networks].sort(), state: describePlan(part) };
 }
 
@@ -137,6 +137,8 @@ export function createLeaks(
     const found = await scan(ctx, {
       fullIpam: managed,
       withCache: true,
+      // Temporaries of writes killed midway are orphans.
+      withTemporaries: true,
       atGeneration: true,
       // What belongs to live allocations is not parsed: a reconcile of a node with 1,000 of them
       // would otherwise build 13,000 rule objects to find none of them leaked. With none, every
@@ -152,7 +154,10 @@ export function createLeaks(
       ...call,
     });
     // Networks the CNI cache names that are no longer configured are still ours to clean.
-    const names = new Set([...managed.map((f) => f.name), ...found.cache.map((c) => c.network)]);
+    const names = new Set([
+      ...managed.map((f) => f.name),
+      ...found.cache.flatMap((c) => (c.network === undefined ? [] : [c.network])),
+    ]);
     const alive = spared.size === 0 ? known : new Set([...known, ...spared]);
     const ids = leakedIds(found, names, alive);
     const planned = plan(found, {

@@ -5,14 +5,24 @@ import { formatArgs } from '@allocnet/iptables-node';
 import type { Family, Rule, RuleHandles } from '@allocnet/iptables-node';
 import type { FoundChain, FoundReservation, FoundRule, HostState } from './types.js';
 
-/** A cache file of the CNI runtime (a result, or an ADD-in-progress marker). */
-export interface CacheFile {
-  readonly kind: 'result' | 'adding';
-  readonly network: string;
-  readonly allocId: string;
-  readonly ifName: string;
-  readonly path: string;
-}
+/**
+ * A cache file of the CNI runtime: a result, an ADD-in-progress marker, or the temporary of a
+ * write whose writer is gone (`CniCache.staleTemporaries`), which belongs to no one (an orphan).
+ */
+export type CacheFile =
+  | {
+      readonly kind: 'result' | 'adding';
+      readonly network: string;
+      readonly allocId: string;
+      readonly ifName: string;
+      readonly path: string;
+    }
+  | {
+      readonly kind: 'temporary';
+      readonly network?: undefined;
+      readonly allocId?: undefined;
+      readonly path: string;
+    };
 
 /** A rule to delete, and the allocation it belongs to (undefined: no one's, an orphan). */
 export interface PlannedRule {

@@ -287,7 +287,10 @@ export function plan(found: Scan, selection: Selection): Plan {
     rules.push(...part.rules);
     chains.push(...part.chains);
   }
-  const cache = found.cache.filter((c) => p.selected(c.allocId, c.network));
+  // A temporary belongs to no one: it goes with the orphans.
+  const cache = found.cache.filter((c) =>
+    c.kind === 'temporary' ? selection.orphansOf !== undefined : p.selected(c.allocId, c.network),
+  );
   const planned = { rules, chains, reservations: p.reservations, cache };
   return found.generations === undefined ? planned : { ...planned, generations: found.generations };
 }

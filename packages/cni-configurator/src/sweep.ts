@@ -43,6 +43,8 @@ export interface ScanOptions extends CallOptions {
   readonly withCache: boolean;
   /** Holds (holds.ts) are not read: a teardown before a reclaim leaves them. */
   readonly keepHolds?: boolean;
+  /** With `withCache`, also the temporaries of writes whose writer is gone (leak reaping). */
+  readonly withTemporaries?: boolean;
   /** Parse only the iptables-save lines this keeps (`linesAbout`, `linesNotAbout`); default all. */
   readonly lines?: (line: string) => boolean;
   /**
@@ -77,7 +79,9 @@ export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan>
         facts.ipamDir === undefined ? [] : [readReservation(facts.name, facts.ipamDir, address)],
       ),
     ),
-    options.withCache ? listCache(deps.cache) : Promise.resolve([]),
+    options.withCache
+      ? listCache(deps.cache, options.withTemporaries === true)
+      : Promise.resolve([]),
   ]);
   const reservations = new Map<string, FoundReservation>();
   for (const r of [...full.flat(), ...some])
@@ -93,9 +97,13 @@ export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan>
   };
 }
 
-async function listCache(cache: CniCache): Promise<CacheFile[]> {
-  const [results, adding] = await Promise.all([cache.listResults(), cache.listAdding()]);
-  const file = (kind: CacheFile['kind'], dir: string) => (e: (typeof results)[number]) => ({
+async function listCache(cache: CniCache, withTemporaries: boolean): Promise<CacheFile[]> {
+  const [results, adding, temporaries] = await Promise.all([
+    cache.listResults(),
+    cache.listAdding(),
+    withTemporaries ? cache.staleTemporaries() : [],
+  ]);
+  const file = (kind: 'result' | 'adding', dir: string) => (e: (typeof results)[number]) => ({
     kind,
     network: e.networkName,
     allocId: e.containerId,
@@ -105,6 +113,7 @@ async function listCache(cache: CniCache): Promise<CacheFile[]> {
   return [
     ...results.map(file('result', 'results')),
     ...adding.map(file('adding', join('allocnet', 'adding'))),
+    ...temporaries.map((path): CacheFile => ({ kind: 'temporary', path })),
   ];
 }
 
@@ -189,9 +198,11 @@ export async function apply(
   await Promise.all(planned.reservations.map((r) => removeReservation(r)));
   await Promise.all(
     planned.cache.map((c) =>
-      c.kind === 'result'
-        ? deps.cache.removeResult(c.network, c.allocId, c.ifName)
-        : deps.cache.clearAdding(c.network, c.allocId, c.ifName),
+      c.kind === 'temporary'
+        ? deps.cache.removeTemporary(c.path)
+        : c.kind === 'result'
+          ? deps.cache.removeResult(c.network, c.allocId, c.ifName)
+          : deps.cache.clearAdding(c.network, c.allocId, c.ifName),
     ),
   );
   return { failed };

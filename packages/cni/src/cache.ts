@@ -1,18 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  fdatasync,
-  fsync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
-import { promisify } from 'node:util';
+import { rmSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as t from 'io-ts';
+import { isStaleTemporary, listTemporaries, writeFileDurably } from '@allocnet/base/files';
 import { decode } from './decode.js';
 import { CniError } from './errors.js';
 import type { CniArgs } from './validate.js';
@@ -53,8 +43,10 @@ const Document = t.intersection([
  * - `allocnet/adding/<network>-<containerId>-<ifName>`: the same document, written and synced
  *   before the first plugin of an ADD runs and removed when the ADD has finished (either way);
  *   one still there after a crash names an attachment to DEL.
- * Every write goes to a temporary file that is synced and renamed into place, and the directory
- * is synced, so a crash leaves the old file or the new one, never a torn one.
+ * Every write goes to a temporary file (`.<name>.<pid>.<8 hex>.tmp`) that is synced and renamed
+ * into place, and the directory is synced (`writeFileDurably`, @allocnet/base/files), so a crash
+ * leaves the old file or the new one, never a torn one. A write that fails removes its temporary;
+ * only a writer killed mid-write leaves one (`staleTemporaries` finds those).
  */
 export interface CniCache {
   readonly dir: string;
@@ -68,6 +60,13 @@ export interface CniCache {
   clearAdding(network: string, containerId: string, ifName: string): Promise<void>;
   /** ADDs that started and never finished, oldest file name first. */
   listAdding(): Promise<CacheEntry[]>;
+  /**
+   * Paths of the temporaries in `dirs` whose writer is gone (`isStaleTemporary`): a write killed
+   * midway left them. A live writer's (a write in flight) is not one.
+   */
+  staleTemporaries(): Promise<string[]>;
+  /** Removes a file `staleTemporaries` gave (gone already is fine). */
+  removeTemporary(path: string): Promise<void>;
 }
 
 function fileName(network: string, containerId: string, ifName: string): string {
@@ -76,36 +75,6 @@ function fileName(network: string, containerId: string, ifName: string): string 
 
 function cacheError(message: string, cause?: unknown): CniError {
   return new CniError(message, { code: 'cache', specCode: 5, msg: message, cause });
-}
-
-const fdatasyncAsync = promisify(fdatasync);
-const fsyncAsync = promisify(fsync);
-
-/**
- * Writes `text` to `dir/name` atomically and durably: a temporary file, synced, renamed into
- * place, then the directory synced. The cheap calls (open, write, rename, close) are synchronous:
- * the files are small, and a round trip through libuv's thread pool for each would cost the ADD
- * path more than the calls themselves. The two syncs go through the thread pool: they wait on the
- * disk, which plugins of concurrent setups keep busy, and a synchronous sync would stall every
- * other operation of the process for that long.
- */
-async function writeDurably(dir: string, name: string, text: string): Promise<void> {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const tmp = join(dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    writeSync(fd, text);
-    await fdatasyncAsync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, join(dir, name));
-  const dirFd = openSync(dir, 'r');
-  try {
-    await fsyncAsync(dirFd);
-  } finally {
-    closeSync(dirFd);
-  }
 }
 
 function encode(kind: string, entry: CacheEntry): string {
@@ -195,7 +164,7 @@ async function listDir(dir: string, kind: string): Promise<CacheEntry[]> {
 }
 
 /**
- * Synchronous like the cheap calls of `writeDurably`: unlinking a small file costs less than the
+ * Synchronous like the cheap calls of `writeFileDurably`: unlinking a small file costs less than the
  * trip through the thread pool would on the DEL path.
  */
 function remove(file: string): Promise<void> {
@@ -218,7 +187,7 @@ export function createCniCache(dir: string): CniCache {
   const adding = join(dir, 'allocnet', 'adding');
   const durably = async (what: string, name: string, text: string, into: string) => {
     try {
-      await writeDurably(into, name, text);
+      await writeFileDurably(join(into, name), text);
     } catch (error) {
       throw cacheError(`${what}: ${(error as Error).message}`, error);
     }
@@ -243,5 +212,20 @@ export function createCniCache(dir: string): CniCache {
     },
     clearAdding: (n, c, i) => remove(join(adding, fileName(n, c, i))),
     listAdding: () => listDir(adding, PENDING_KIND),
+    staleTemporaries: async () => {
+      const found: string[] = [];
+      for (const d of [results, adding])
+        try {
+          for (const temporary of await listTemporaries(d))
+            if (isStaleTemporary(temporary)) found.push(temporary.path);
+        } catch (error) {
+          throw cacheError(
+            `cache directory ${JSON.stringify(d)} cannot be read: ${(error as Error).message}`,
+            error,
+          );
+        }
+      return found;
+    },
+    removeTemporary: (path) => remove(path),
   };
 }

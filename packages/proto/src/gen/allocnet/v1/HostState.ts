@@ -30,7 +30,8 @@ export interface HostState {
    */
   reservations?: _allocnet_v1_Reservation[];
   /**
-   * Paths of CNI result cache files.
+   * Paths of CNI cache files: results, ADD markers and, among orphans, the temporaries of writes
+   * whose writer is gone.
    */
   cacheFiles?: string[];
 }
@@ -52,7 +53,8 @@ export interface HostState__Output {
    */
   reservations: _allocnet_v1_Reservation__Output[];
   /**
-   * Paths of CNI result cache files.
+   * Paths of CNI cache files: results, ADD markers and, among orphans, the temporaries of writes
+   * whose writer is gone.
    */
   cacheFiles: string[];
 }
