@@ -13,6 +13,14 @@
 // since the scan turns the removal by handle into iptables-restore (which deletes rules by their
 // spec, whatever moved around them), and when a batch's restore fails because iptables changed
 // under it, `sweep` plans that batch again from a fresh scan.
+//
+// A reap of thousands of leaks is long CPU work (the plan, then per batch the report) in the
+// agent's one thread: it runs in slices (`runSliced`, `createPause` of @allocnet/base) that give
+// the event loop a turn every few milliseconds, so that the agent answers its other calls
+// meanwhile (issue 28). The parse is sliced where it is read (iptables-node's save stream), the
+// kernel's part runs on a worker thread (iptables-node's netlink.ts).
+import { createPause, runSliced } from '@allocnet/base';
+import type { Sliceable } from '@allocnet/base';
 import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf } from './context.js';
 import type { ConfiguratorContext } from './context.js';
@@ -20,22 +28,26 @@ import { invalidField, messageOf } from './errors.js';
 import { linesNotAbout, tagOf } from './marks.js';
 import { EMPTY_PLAN, EMPTY_STATE, describePlan, groupPlan, joinPlans } from './plan.js';
 import type { Plan } from './plan.js';
-import { plan, tagsIn } from './planner.js';
+import { planSteps, stepAt, tagsIn } from './planner.js';
 import type { Scan } from './planner.js';
 import { scan, sweep } from './sweep.js';
 import type { HostState, Leak, LeakReport, LeakSweeper } from './types.js';
 
 /** Ids outside `known` that something in a managed network is tagged or filed under. */
-function leakedIds(
+function* leakedIds(
   found: Scan,
   names: ReadonlySet<string>,
   known: ReadonlySet<string>,
-): Set<string> {
+): Sliceable<Set<string>> {
   const ids = new Set<string>();
   const consider = (id: string, network: string) => {
     if (!known.has(id) && names.has(network) && id !== '') ids.add(id);
   };
-  for (const tag of tagsIn(found)) consider(tag.allocId, tag.network);
+  let n = 0;
+  for (const tag of tagsIn(found)) {
+    consider(tag.allocId, tag.network);
+    if (stepAt(n++)) yield;
+  }
   for (const r of found.reservations) consider(r.allocId, r.network);
   for (const c of found.cache) consider(c.allocId, c.network);
   return ids;
@@ -57,7 +69,11 @@ export function createLeaks(
   ctx: ConfiguratorContext,
 ): Pick<LeakSweeper, 'findLeaks' | 'reapLeaks'> {
   /** Everything tagged with an id outside `known`, planned for removal and split by owner. */
-  async function planLeaks(known: ReadonlySet<string>, call: CallOptions) {
+  async function planLeaks(
+    known: ReadonlySet<string>,
+    call: CallOptions,
+    pause: () => Promise<void> | undefined,
+  ) {
     const snapshot = await ctx.catalog.current();
     const managed = ctx.managedFacts(snapshot);
     const found = await scan(ctx, {
@@ -79,23 +95,33 @@ export function createLeaks(
     });
     // Networks the CNI cache names that are no longer configured are still ours to clean.
     const names = new Set([...managed.map((f) => f.name), ...found.cache.map((c) => c.network)]);
-    const ids = leakedIds(found, names, known);
-    const planned = plan(found, {
-      allocIds: ids,
-      networks: [...names],
-      addresses: [],
-      orphansOf: managed,
-      known,
-    });
+    const ids = await runSliced(leakedIds(found, names, known), pause);
+    const planned = await runSliced(
+      planSteps(found, {
+        allocIds: ids,
+        networks: [...names],
+        addresses: [],
+        orphansOf: managed,
+        known,
+      }),
+      pause,
+    );
+    await pause();
     return { ids: [...ids].sort(), groups: groupPlan(planned) };
   }
 
   return {
     async findLeaks(known, opts): Promise<LeakReport> {
-      const { ids, groups } = await planLeaks(new Set(known), callOf(opts));
+      const pause = createPause();
+      const { ids, groups } = await planLeaks(new Set(known), callOf(opts), pause);
       const orphans = groups.get(undefined);
+      const leaks: Leak[] = [];
+      for (const id of ids) {
+        await pause();
+        leaks.push(leakOf(id, groups.get(id)));
+      }
       return {
-        leaks: ids.map((id) => leakOf(id, groups.get(id))),
+        leaks,
         orphans: orphans === undefined ? EMPTY_STATE : describePlan(orphans),
       };
     },
@@ -106,7 +132,8 @@ export function createLeaks(
       if (!Number.isInteger(batchSize) || batchSize < 1)
         throw invalidField('batchSize', `should be a whole number of at least 1, got ${batchSize}`);
       const known = new Set(knownIds);
-      const found = await planLeaks(known, call);
+      const pause = createPause();
+      const found = await planLeaks(known, call, pause);
       const ids = found.ids;
       let groups = found.groups;
       const total = ids.length;
@@ -124,13 +151,16 @@ export function createLeaks(
           async (attempt) => {
             // After a failed restore, iptables changed since the scan (another allocation's
             // plugin was at work): look again, for what is left of this batch (and the next).
-            if (attempt > 1) ({ groups } = await planLeaks(known, call));
+            if (attempt > 1) ({ groups } = await planLeaks(known, call, pause));
+            await pause();
             return joinPlans(batch.flatMap((owner) => groups.get(owner) ?? []));
           },
           call,
         );
+        await pause();
         const parts = groupPlan(last);
         for (const owner of batch) {
+          await pause();
           const part = parts.get(owner);
           if (owner === undefined) {
             if (error === undefined && part !== undefined) orphans = describePlan(part);

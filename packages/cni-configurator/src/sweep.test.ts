@@ -388,8 +388,8 @@ describe('sweep', () => {
     function fakeLink(sizes: Record<string, number>, generation = 41) {
       const commits: NftOp[][] = [];
       const link: NftLink = {
-        generation: () => generation,
-        rules: (table, chain, inspect) =>
+        generation: async () => generation,
+        rules: async (table, chain, inspect) =>
           Array.from({ length: sizes[chain] ?? 0 }, (_, i) => {
             // Every message holds the texts a rule of A is checked for: the sizes are what is
             // checked here.
@@ -397,7 +397,7 @@ describe('sweep', () => {
             inspect?.(i, Buffer.from(`dnat name: "nomad" id: "${A}" ${masq} ${dnat}`));
             return BigInt(100 + i);
           }),
-        commit: (at, ops) => {
+        commit: async (at, ops) => {
           commits.push([...ops]);
           return at + 1;
         },

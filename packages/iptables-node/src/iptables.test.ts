@@ -550,14 +550,14 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     const commits: { generation: number; ops: readonly NftOp[] }[] = [];
     let current = 41;
     const link: NftLink = {
-      generation: () => generations.shift() ?? current,
-      rules(table, chain, inspect) {
+      generation: async () => generations.shift() ?? current,
+      async rules(table, chain, inspect) {
         calls.push(`rules ${table} ${chain}`);
         const messages = options.messages ?? ['masquerade 10.9.9.9', `${COMMENT} ${CHAIN}`];
         messages.forEach((m, i) => inspect?.(i, Buffer.from(m)));
         return messages.map((_, i) => BigInt(7 + i));
       },
-      commit(generation, ops) {
+      async commit(generation, ops) {
         commits.push({ generation, ops });
         current = generation + 1;
         return current;
