@@ -184,3 +184,15 @@ export function addPluginShapes(batch: IptablesBatch, s: PluginShapes): Iptables
   }
   return batch;
 }
+
+export {
+  LEAK_NETWORK,
+  LEAK_SHAPES,
+  LINES_PER_LEAK,
+  addLeaks,
+  leakId,
+  leakIp,
+  leakPort,
+  sharedChains,
+} from './leaks.js';
+export type { LeakShape } from './leaks.js';
