@@ -38,9 +38,9 @@ function probe(allocId: string) {
     () => healthCheck(agentTarget(host.socket), grpc.credentials.createInsecure()),
   ];
   const samples: number[] = [];
-  let stopped = false;
+  const state = { stopped: false };
   const running = (async () => {
-    for (let k = 0; !stopped; k++) {
+    for (let k = 0; !state.stopped; k++) {
       const t0 = performance.now();
       await (asks[k % asks.length] as () => Promise<unknown>)();
       const ms = performance.now() - t0;
@@ -49,7 +49,7 @@ function probe(allocId: string) {
     }
   })();
   return async () => {
-    stopped = true;
+    state.stopped = true;
     await running;
     return samples;
   };

@@ -9,6 +9,7 @@
 // errno is per thread, and koffi reads it in the thread that made the call: after a call on a
 // worker thread it is not known here (docs/iptables.md), and a failed send or receive says so.
 import { closeSync, openSync } from 'node:fs';
+import { messageOf } from '@allocnet/base';
 import { bindLibc } from '@allocnet/libc';
 import { IptablesError } from './errors.js';
 import type { IptablesErrorCode } from './errors.js';
@@ -90,7 +91,7 @@ function onWorker<A extends unknown[]>(fn: WithAsync<A>, ...args: A): Promise<nu
   return new Promise((resolve, reject) => {
     fn.async(...args, (error, result) => {
       if (error === null || error === undefined) resolve(result);
-      else reject(error instanceof Error ? error : new Error(String(error)));
+      else reject(error instanceof Error ? error : new Error(messageOf(error)));
     });
   });
 }

@@ -321,8 +321,9 @@ export function createSaveStream(keep?: (line: string) => boolean): SaveStream {
         chars += rest.length;
         const last = pending + rest;
         if (last !== '') enqueue(last);
-        await drained;
-        if (reading && chars === stdout.length) {
+        // `take` may have stopped the reading while the queue was read.
+        const whole = await drained.then(() => reading);
+        if (whole && chars === stdout.length) {
           try {
             return reader.finish();
           } catch {

@@ -10,7 +10,7 @@
 //                   firewall clean up): the POSTROUTING jump and its chain, 4 lines
 import { createBatch } from '@allocnet/iptables-node';
 import type { IptablesBatch } from '@allocnet/iptables-node';
-import { addPluginShapes } from './index.js';
+import { addPluginShapes } from './shapes.js';
 
 export const LEAK_SHAPES = ['full', 'netns-deleted'] as const;
 export type LeakShape = (typeof LEAK_SHAPES)[number];
