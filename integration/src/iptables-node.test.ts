@@ -586,8 +586,8 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
     const link = openNftLink('ipv4', node.path);
     try {
       expect(await readlink('/proc/thread-self/ns/net')).toBe(home);
-      const past = link.generation();
-      const [jump] = link.rules('nat', 'POSTROUTING');
+      const past = await link.generation();
+      const [jump] = await link.rules('nat', 'POSTROUTING');
       await ipt.append('filter', 'INPUT', ['-s', '10.1.2.3/32', '-j', 'ACCEPT']);
       const before = await ruleset();
       const ops: NftOp[] = [
@@ -597,23 +597,23 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
       ];
       let refused: unknown;
       try {
-        link.commit(past, ops);
+        await link.commit(past, ops);
       } catch (error) {
         refused = error;
       }
       expect(isIptablesError(refused) && refused.code).toBe('changed');
       expect(await ruleset()).toBe(before);
       // The same batch at today's generation goes through.
-      const now = link.generation();
-      expect(link.commit(now, ops)).toBe(now + 1);
+      const now = await link.generation();
+      expect(await link.commit(now, ops)).toBe(now + 1);
       expect(await ruleset()).not.toContain(ID);
       // A change the kernel refuses (a chain that is not there) takes the whole batch back.
       await addMasquerade(ipt, '172.26.64.2', ID);
       const whole = await ruleset();
-      const [again] = link.rules('nat', 'POSTROUTING');
+      const [again] = await link.rules('nat', 'POSTROUTING');
       let missing: unknown;
       try {
-        link.commit(link.generation(), [
+        await link.commit(await link.generation(), [
           { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: again ?? -1n },
           { kind: 'deleteChain', table: 'nat', chain: 'CNI-NOT-THERE' },
         ]);
@@ -627,7 +627,7 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
       const started = performance.now();
       missing = undefined;
       try {
-        link.commit(link.generation(), [
+        await link.commit(await link.generation(), [
           { kind: 'deleteChain', table: 'nat', chain: 'CNI-NOT-THERE' },
           { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: again ?? -1n },
         ]);

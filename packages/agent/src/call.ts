@@ -6,6 +6,7 @@ import type { AbortCause } from '@allocnet/proto';
 import { invalidRequest, messageOf, show } from './errors.js';
 import type { AgentLogger } from './logging.js';
 import type { AgentMetrics } from './metrics.js';
+import { isPreEncoded, preEncodedBytes } from './sliced-encode.js';
 import { grpcFailure, protoField, statusName } from './status.js';
 
 /** What every server call has (grpc-js does not export its `ServerSurfaceCall`). */
@@ -124,6 +125,9 @@ export function tolerantService(service: grpc.ServiceDefinition): grpc.ServiceDe
           return { [UNDECODABLE]: messageOf(error) };
         }
       },
+      // A response encoded in slices beforehand (sliced-encode.ts) goes out as it is.
+      responseSerialize: (value: unknown): Buffer =>
+        isPreEncoded(value) ? preEncodedBytes(value) : method.responseSerialize(value),
     };
   }
   return out;

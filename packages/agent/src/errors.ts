@@ -29,6 +29,7 @@ export type AgentErrorCode =
   | 'listen-failed'
   | 'start-failed'
   | 'dev-failed'
+  | 'encode-failed'
   | 'aborted';
 
 /** What callers act on (see @allocnet/base), by code. */
@@ -43,6 +44,7 @@ const KINDS: Readonly<Record<AgentErrorCode, ErrorKind>> = {
   'listen-failed': 'internal',
   'start-failed': 'internal',
   'dev-failed': 'internal',
+  'encode-failed': 'internal',
   aborted: 'aborted',
 };
 

@@ -4,6 +4,7 @@
 // GetAgentInfo (agent-info.ts) reads the runner's counters and asks the plugins their versions.
 import type { AllocRunner } from '@allocnet/alloc-runner';
 import type { NetworkCatalog } from '@allocnet/cni-configurator';
+import { loadAllocnetProto } from '@allocnet/proto';
 import type { OperatorServiceHandlers, ReapLeaksProgress } from '@allocnet/proto';
 import { agentInfoCall } from './agent-info.js';
 import type { AgentInfoDeps } from './agent-info.js';
@@ -18,6 +19,32 @@ import {
 } from './convert.js';
 import type { AgentLogger } from './logging.js';
 import { decodeEmptyRequest, decodeForceCleanupRequest, decodeReapRequest } from './requests.js';
+import { encodeInSlices } from './sliced-encode.js';
+
+/** Reaped allocations per slice of the ReapLeaks summary's encoding (sliced-encode.ts). */
+const LEAKS_PER_PART = 100;
+
+let serializeProgress: ((message: ReapLeaksProgress) => Buffer) | undefined;
+
+/**
+ * The ReapLeaks summary encoded in slices: the first part with every field and the first
+ * LEAKS_PER_PART reaped allocations, each next part with the next ones.
+ */
+async function slicedSummary(
+  summary: NonNullable<ReapLeaksProgress['summary']>,
+  reaped: readonly Parameters<typeof leakMessage>[0][],
+): Promise<ReapLeaksProgress> {
+  serializeProgress ??= loadAllocnetProto().allocnet.v1.OperatorService.service.ReapLeaks
+    .responseSerialize as (message: ReapLeaksProgress) => Buffer;
+  function* parts(): Generator<ReapLeaksProgress> {
+    for (let i = 0; i === 0 || i < reaped.length; i += LEAKS_PER_PART) {
+      const slice = reaped.slice(i, i + LEAKS_PER_PART).map(leakMessage);
+      yield { summary: i === 0 ? { ...summary, reaped: slice } : { reaped: slice } };
+    }
+  }
+  // The pre-encoded bytes stand for the message: call.ts's serializer writes them as they are.
+  return (await encodeInSlices(serializeProgress, parts())) as unknown as ReapLeaksProgress;
+}
 
 /**
  * What the operator's calls use of the runner: its forced cleanup (in the allocation's turn,
@@ -104,14 +131,16 @@ function reapLeaksCall(
         });
         fields.leaks = leaks.length;
         fields.namespaces = namespaces.length;
-        write({
-          summary: {
-            reaped: leaks.map(leakMessage),
-            orphans: hostStateMessage(orphans),
-            failed: [],
-            namespaces: namespaces.map(strayNamespaceMessage),
-          },
-        });
+        write(
+          await slicedSummary(
+            {
+              orphans: hostStateMessage(orphans),
+              failed: [],
+              namespaces: namespaces.map(strayNamespaceMessage),
+            },
+            leaks,
+          ),
+        );
         return;
       }
       const report = await runner.reapLeaks({
@@ -125,9 +154,8 @@ function reapLeaksCall(
       fields.failed = report.failed.length + report.namespaceFailures.length;
       fields.orphans = stateCounts(report.orphans);
       fields.namespaces = report.namespaces.length;
-      write({
-        summary: {
-          reaped: report.reaped.map(leakMessage),
+      const summary = await slicedSummary(
+        {
           orphans: hostStateMessage(report.orphans),
           failed: [
             ...report.failed.map((f) => ({ allocId: f.allocId, error: f.error, netnsName: '' })),
@@ -139,7 +167,9 @@ function reapLeaksCall(
           ],
           namespaces: report.namespaces.map(strayNamespaceMessage),
         },
-      });
+        report.reaped,
+      );
+      write(summary);
     }).then((result) => {
       if (result.ok) call.end();
       else call.emit('error', result.error);

@@ -19,3 +19,5 @@ export type {
 } from './errors.js';
 export { logInfo, silentLogger } from './logger.js';
 export type { Logger } from './logger.js';
+export { SLICE_MS, createPause, nextTurn, runSliced, runWhole } from './slices.js';
+export type { Sliceable } from './slices.js';

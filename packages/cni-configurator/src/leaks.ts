@@ -17,8 +17,14 @@
 // turns the removal by handle into iptables-restore (which deletes rules by their spec, whatever
 // moved around them), and when a batch's restore fails because iptables changed under it, `sweep`
 // plans that batch again from a fresh scan, sparing what has been spared by then.
-import { setImmediate } from 'node:timers/promises';
-import { logInfo } from '@allocnet/base';
+//
+// A reap of thousands of leaks is long CPU work (the plan, then per batch the report) in the
+// agent's one thread: it runs in slices (`runSliced`, `createPause` of @allocnet/base) that give
+// the event loop a turn every few milliseconds, so that the agent answers its other calls
+// meanwhile (issue 28). The parse is sliced where it is read (iptables-node's save stream), the
+// kernel's part runs on a worker thread (iptables-node's netlink.ts).
+import { createPause, logInfo, runSliced } from '@allocnet/base';
+import type { Sliceable } from '@allocnet/base';
 import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf } from './context.js';
 import type { ConfiguratorContext } from './context.js';
@@ -26,22 +32,26 @@ import { invalidField, messageOf } from './errors.js';
 import { linesNotAbout, tagOf } from './marks.js';
 import { EMPTY_PLAN, EMPTY_STATE, describePlan, groupPlan, joinPlans } from './plan.js';
 import type { Plan } from './plan.js';
-import { plan, tagsIn } from './planner.js';
+import { planSteps, stepAt, tagsIn } from './planner.js';
 import type { Scan } from './planner.js';
 import { scan, sweep } from './sweep.js';
 import type { HostState, Leak, LeakReport, LeakSweeper, ReapFence, ReapProgress } from './types.js';
 
 /** Ids outside `known` that something in a managed network is tagged or filed under. */
-function leakedIds(
+function* leakedIds(
   found: Scan,
   names: ReadonlySet<string>,
   known: ReadonlySet<string>,
-): Set<string> {
+): Sliceable<Set<string>> {
   const ids = new Set<string>();
   const consider = (id: string, network: string) => {
     if (!known.has(id) && names.has(network) && id !== '') ids.add(id);
   };
-  for (const tag of tagsIn(found)) consider(tag.allocId, tag.network);
+  let n = 0;
+  for (const tag of tagsIn(found)) {
+    consider(tag.allocId, tag.network);
+    if (stepAt(n++)) yield;
+  }
   for (const r of found.reservations) consider(r.allocId, r.network);
   for (const c of found.cache) if (c.kind !== 'temporary') consider(c.allocId, c.network);
   return ids;
@@ -74,6 +84,7 @@ async function inBatches(
   fence: ReapFence,
   remove: (batch: readonly string[]) => Promise<void>,
   onProgress: ((progress: ReapProgress) => void) | undefined,
+  pause: () => Promise<void> | undefined,
 ): Promise<void> {
   let next = 0;
   try {
@@ -86,10 +97,7 @@ async function inBatches(
         fence.done(batch);
       }
       onProgress?.({ done: next, total: ids.length, allocId: batch.at(-1) });
-      // A removal by handle is one synchronous netlink transaction: without a turn of the event
-      // loop between batches, an operation admitted beside the reap (and every other call) would
-      // wait for the last batch after all.
-      if (next < ids.length) await setImmediate();
+      await pause();
     }
   } finally {
     // An abort or a throw in a batch: the ones after it never started, and are let go.
@@ -130,6 +138,7 @@ export function createLeaks(
   async function planLeaks(
     known: ReadonlySet<string>,
     call: CallOptions,
+    pause: () => Promise<void> | undefined,
     spared: ReadonlySet<string> = OPEN_FENCE.spared,
   ) {
     const snapshot = await ctx.catalog.current();
@@ -159,23 +168,33 @@ export function createLeaks(
       ...found.cache.flatMap((c) => (c.network === undefined ? [] : [c.network])),
     ]);
     const alive = spared.size === 0 ? known : new Set([...known, ...spared]);
-    const ids = leakedIds(found, names, alive);
-    const planned = plan(found, {
-      allocIds: ids,
-      networks: [...names],
-      addresses: [],
-      orphansOf: managed,
-      known: alive,
-    });
+    const ids = await runSliced(leakedIds(found, names, alive), pause);
+    const planned = await runSliced(
+      planSteps(found, {
+        allocIds: ids,
+        networks: [...names],
+        addresses: [],
+        orphansOf: managed,
+        known: alive,
+      }),
+      pause,
+    );
+    await pause();
     return { ids: [...ids].sort(), groups: groupPlan(planned) };
   }
 
   return {
     async findLeaks(known, opts): Promise<LeakReport> {
-      const { ids, groups } = await planLeaks(new Set(known), callOf(opts));
+      const pause = createPause();
+      const { ids, groups } = await planLeaks(new Set(known), callOf(opts), pause);
       const orphans = groups.get(undefined);
+      const leaks: Leak[] = [];
+      for (const id of ids) {
+        await pause();
+        leaks.push(leakOf(id, groups.get(id)));
+      }
       return {
-        leaks: ids.map((id) => leakOf(id, groups.get(id))),
+        leaks,
         orphans: orphans === undefined ? EMPTY_STATE : describePlan(orphans),
       };
     },
@@ -187,7 +206,8 @@ export function createLeaks(
         throw invalidField('batchSize', `should be a whole number of at least 1, got ${batchSize}`);
       const fence = opts?.fence ?? OPEN_FENCE;
       const known = new Set(knownIds);
-      const found = await planLeaks(known, call, fence.spared);
+      const pause = createPause();
+      const found = await planLeaks(known, call, pause, fence.spared);
       const ids = fence.take(found.ids);
       let groups = found.groups;
       const reaped: Leak[] = [];
@@ -200,13 +220,16 @@ export function createLeaks(
           async (attempt) => {
             // After a failed restore, iptables changed since the scan (another allocation's
             // plugin was at work): look again, for what is left of this batch (and the next).
-            if (attempt > 1) ({ groups } = await planLeaks(known, call, fence.spared));
+            if (attempt > 1) ({ groups } = await planLeaks(known, call, pause, fence.spared));
+            await pause();
             return joinPlans(owners.flatMap((owner) => groups.get(owner) ?? []));
           },
           call,
         );
+        await pause();
         const parts = groupPlan(last);
         for (const owner of owners) {
+          await pause();
           const part = parts.get(owner);
           if (owner === undefined) {
             if (error === undefined && part !== undefined) orphans = describePlan(part);
@@ -214,7 +237,7 @@ export function createLeaks(
           else failed.push({ allocId: owner, error: messageOf(error) });
         }
       };
-      await inBatches(ids, batchSize, fence, remove, opts?.onProgress);
+      await inBatches(ids, batchSize, fence, remove, opts?.onProgress, pause);
       await orphansTurn(ctx, fence, groups.get(undefined), () => remove([undefined]));
       return { reaped, orphans, failed };
     },

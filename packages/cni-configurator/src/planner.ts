@@ -4,6 +4,13 @@
 // name, tagged with them, jumped to by their tagged rules, or, reaping leaks, orphans no one
 // owns or jumps to), the rules outside them that go (tagged, or jumping to a doomed chain), and
 // the firewall's untagged rules of the addresses noted on the way.
+//
+// Written as a generator (`planSteps`) that yields every few hundred rules: a reap of 5,000
+// leaked allocations plans over some 60,000 rules, and the agent runs it in slices
+// (`runSliced`, @allocnet/base) so that its other calls are answered meanwhile; `plan` runs it
+// whole. Where it may pause changes nothing of what it plans.
+import { runWhole } from '@allocnet/base';
+import type { Sliceable } from '@allocnet/base';
 import type { Family, Rule, SavedTable } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import { inSubnets } from './facts.js';
@@ -30,6 +37,12 @@ export interface Scan {
   /** With `ScanOptions.atGeneration`: the families whose save came with its generation. */
   readonly generations?: Generations;
 }
+
+/** Rules between two pause points of a plan (a few hundred microseconds of work). */
+export const RULES_PER_STEP = 512;
+
+/** True at every `RULES_PER_STEP`th index: where a loop over rules yields. */
+export const stepAt = (i: number): boolean => i % RULES_PER_STEP === RULES_PER_STEP - 1;
 
 /** The tag of every tagged rule of a scan, both families, every table. */
 export function* tagsIn(found: Scan): Generator<Tag> {
@@ -78,7 +91,7 @@ interface Planning {
   readonly knownChains: ReadonlyMap<string, string>;
 }
 
-function planning(found: Scan, selection: Selection): Planning {
+function* planning(found: Scan, selection: Selection): Sliceable<Planning> {
   const selected = (id: string | undefined, network: string | undefined) =>
     id !== undefined &&
     selection.allocIds.has(id) &&
@@ -88,7 +101,12 @@ function planning(found: Scan, selection: Selection): Planning {
   const networks = new Set(
     selection.network === undefined ? selection.networks : [selection.network],
   );
-  for (const tag of tagsIn(found)) if (wanted(tag)) networks.add(tag.network);
+  for (const table of tablesOf(found))
+    for (let i = 0; i < table.rules.length; i++) {
+      const tag = tagOf(table.rules[i] as Rule);
+      if (wanted(tag)) networks.add(tag.network);
+      if (stepAt(i)) yield;
+    }
   return {
     found,
     selection,
@@ -104,37 +122,50 @@ function planning(found: Scan, selection: Selection): Planning {
   };
 }
 
+/** Every table of a scan, both families. */
+function* tablesOf(found: Scan): Generator<SavedTable> {
+  for (const tables of found.tables.values()) yield* tables;
+}
+
 /**
  * Where each rule of a family's save sits in its chain, when its scan read the generation
  * (removal by handle needs it); none otherwise.
  */
-function rulePlaces(
+function* rulePlaces(
   tables: readonly SavedTable[],
   atGeneration: boolean,
-): Map<Rule, NonNullable<PlannedRule['place']>> {
+): Sliceable<Map<Rule, NonNullable<PlannedRule['place']>>> {
   const placed = new Map<Rule, NonNullable<PlannedRule['place']>>();
   if (!atGeneration) return placed;
   for (const table of tables) {
     const places = table.places;
     if (places !== undefined)
-      table.rules.forEach((rule, i) => {
+      for (let i = 0; i < table.rules.length; i++) {
+        if (stepAt(i)) yield;
+        const rule = table.rules[i] as Rule;
         const position = places.positions[i];
         const chainSize = places.sizes.get(rule.chain);
         if (position !== undefined && chainSize !== undefined)
           placed.set(rule, { position, chainSize });
-      });
+      }
   }
   return placed;
 }
 
 /** Chains of `table` no rule jumps to and no live or other allocation owns (leak reaping). */
-function orphanChains(p: Planning, table: SavedTable, doomed: Map<string, Owner>): void {
+function* orphanChains(
+  p: Planning,
+  table: SavedTable,
+  doomed: Map<string, Owner>,
+): Sliceable<void> {
   const referenced = new Set<string>();
   const othersTagged = new Set<string>();
-  for (const r of table.rules) {
+  for (let i = 0; i < table.rules.length; i++) {
+    const r = table.rules[i] as Rule;
     if (r.target !== undefined && r.chain !== r.target.name) referenced.add(r.target.name);
     const tag = tagOf(r);
     if (tag !== undefined && !p.wanted(tag)) othersTagged.add(r.chain);
+    if (stepAt(i)) yield;
   }
   for (const chain of table.chains)
     if (
@@ -148,11 +179,13 @@ function orphanChains(p: Planning, table: SavedTable, doomed: Map<string, Owner>
 }
 
 /** The chains of `table` that go, with their owners. */
-function doomedChains(p: Planning, table: SavedTable): Map<string, Owner> {
+function* doomedChains(p: Planning, table: SavedTable): Sliceable<Map<string, Owner>> {
   const existing = new Set(table.chains.map((c) => c.name));
   const doomed = new Map<string, Owner>();
   for (const [name, id] of p.owned) if (existing.has(name)) doomed.set(name, id);
-  for (const rule of table.rules) {
+  for (let i = 0; i < table.rules.length; i++) {
+    if (stepAt(i)) yield;
+    const rule = table.rules[i] as Rule;
     const tag = tagOf(rule);
     if (!p.wanted(tag)) continue;
     if (isAllocChain(rule.chain)) doomed.set(rule.chain, tag.allocId);
@@ -160,7 +193,7 @@ function doomedChains(p: Planning, table: SavedTable): Map<string, Owner> {
     if (target !== undefined && isAllocChain(target) && existing.has(target))
       doomed.set(target, tag.allocId);
   }
-  if (p.selection.orphansOf !== undefined) orphanChains(p, table, doomed);
+  if (p.selection.orphansOf !== undefined) yield* orphanChains(p, table, doomed);
   return doomed;
 }
 
@@ -172,14 +205,16 @@ type Push = (rule: Rule, owner: Owner) => void;
  * jumping to a doomed chain. Notes the addresses the doomed masquerade and DNAT chains serve,
  * and those of the selected allocations' masquerade jumps.
  */
-function tableRules(
+function* tableRules(
   p: Planning,
   table: SavedTable,
   doomed: ReadonlyMap<string, Owner>,
   note: Note,
   push: Push,
-): void {
-  for (const rule of table.rules) {
+): Sliceable<void> {
+  for (let i = 0; i < table.rules.length; i++) {
+    if (stepAt(i)) yield;
+    const rule = table.rules[i] as Rule;
     if (!doomed.has(rule.chain)) continue;
     const to = dnatDestination(rule);
     if (to !== undefined)
@@ -188,7 +223,9 @@ function tableRules(
         doomed.get(rule.chain),
       );
   }
-  for (const rule of table.rules) {
+  for (let i = 0; i < table.rules.length; i++) {
+    if (stepAt(i)) yield;
+    const rule = table.rules[i] as Rule;
     if (doomed.has(rule.chain)) continue;
     const tag = tagOf(rule);
     if (p.wanted(tag) && rule.chain === 'POSTROUTING')
@@ -203,18 +240,21 @@ function tableRules(
  * The firewall's untagged CNI-FORWARD rules of the noted addresses and, reaping leaks, of
  * addresses in the managed subnets that no reservation holds.
  */
-function firewallRules(
+function* firewallRules(
   p: Planning,
   family: Family,
   filter: SavedTable,
   addresses: ReadonlyMap<string, Owner>,
   push: Push,
-): void {
+): Sliceable<void> {
   const forward = filter.rules.filter((r) => r.chain === 'CNI-FORWARD');
+  yield;
   // The firewall's rules by their spec, once: looking each address's specs up is then linear
   // in the rules (a filter per address made a reap of many leaks quadratic).
   const bySpec = new Map<string, (typeof forward)[number][]>();
-  for (const rule of forward) {
+  for (let i = 0; i < forward.length; i++) {
+    if (stepAt(i)) yield;
+    const rule = forward[i] as Rule;
     const key = specKey(rule.spec);
     const same = bySpec.get(key);
     if (same === undefined) bySpec.set(key, [rule]);
@@ -224,8 +264,9 @@ function firewallRules(
   const orphansOf = p.selection.orphansOf;
   if (orphansOf !== undefined) {
     const reserved = new Set(p.found.reservations.map((r) => r.address));
-    for (const rule of forward) {
-      const host = firewallAddress(rule);
+    for (let i = 0; i < forward.length; i++) {
+      if (stepAt(i)) yield;
+      const host = firewallAddress(forward[i] as Rule);
       if (
         host !== undefined &&
         !reserved.has(host) &&
@@ -235,7 +276,9 @@ function firewallRules(
         orphanAddresses.add(host);
     }
   }
+  let n = 0;
   for (const address of [...addresses.keys(), ...orphanAddresses]) {
+    if (stepAt(n++)) yield;
     const orphan = orphanAddresses.has(address);
     const keep = p.heldByOthers.has(address) && !orphan ? 1 : 0;
     for (const spec of firewallSpecs(address, family)) {
@@ -247,14 +290,14 @@ function firewallRules(
 }
 
 /** One family's part of a plan. */
-function planFamily(
+function* planFamily(
   p: Planning,
   family: Family,
   tables: readonly SavedTable[],
-): { rules: PlannedRule[]; chains: PlannedChain[] } {
+): Sliceable<{ rules: PlannedRule[]; chains: PlannedChain[] }> {
   const rules: PlannedRule[] = [];
   const chains: PlannedChain[] = [];
-  const placed = rulePlaces(tables, p.found.generations?.has(family) === true);
+  const placed = yield* rulePlaces(tables, p.found.generations?.has(family) === true);
   const push: Push = (rule, owner) => {
     const place = placed.get(rule);
     rules.push(place === undefined ? { family, rule, owner } : { family, rule, owner, place });
@@ -268,22 +311,25 @@ function planFamily(
   for (const a of p.selection.addresses) note(a, p.only);
   for (const r of p.reservations) note(r.address, r.allocId);
   for (const table of tables) {
-    const doomed = doomedChains(p, table);
-    tableRules(p, table, doomed, note, push);
+    const doomed = yield* doomedChains(p, table);
+    yield* tableRules(p, table, doomed, note, push);
     for (const [chain, owner] of doomed) chains.push({ family, table: table.name, chain, owner });
   }
   const filter = tables.find((t) => t.name === 'filter');
-  if (filter !== undefined) firewallRules(p, family, filter, addresses, push);
+  if (filter !== undefined) yield* firewallRules(p, family, filter, addresses, push);
   return { rules, chains };
 }
 
-/** Which removals a selection means, given one scan. Pure: tests feed it scans. */
-export function plan(found: Scan, selection: Selection): Plan {
-  const p = planning(found, selection);
+/**
+ * Which removals a selection means, given one scan, yielding where it may be paused (`runSliced`
+ * of @allocnet/base). Pure.
+ */
+export function* planSteps(found: Scan, selection: Selection): Sliceable<Plan> {
+  const p = yield* planning(found, selection);
   const rules: PlannedRule[] = [];
   const chains: PlannedChain[] = [];
   for (const [family, tables] of found.tables) {
-    const part = planFamily(p, family, tables);
+    const part = yield* planFamily(p, family, tables);
     rules.push(...part.rules);
     chains.push(...part.chains);
   }
@@ -293,4 +339,9 @@ export function plan(found: Scan, selection: Selection): Plan {
   );
   const planned = { rules, chains, reservations: p.reservations, cache };
   return found.generations === undefined ? planned : { ...planned, generations: found.generations };
+}
+
+/** `planSteps` run whole: which removals a selection means, given one scan. Pure: tests feed it scans. */
+export function plan(found: Scan, selection: Selection): Plan {
+  return runWhole(planSteps(found, selection));
 }

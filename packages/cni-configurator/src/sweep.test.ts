@@ -389,18 +389,20 @@ describe('sweep', () => {
     function fakeLink(sizes: Record<string, number>, generation = 41) {
       const commits: NftOp[][] = [];
       const link: NftLink = {
-        generation: () => generation,
+        generation: () => Promise.resolve(generation),
         rules: (table, chain, inspect) =>
-          Array.from({ length: sizes[chain] ?? 0 }, (_, i) => {
-            // Every message holds the texts a rule of A is checked for: the sizes are what is
-            // checked here.
-            const { masq, dnat } = allocChains('nomad', A);
-            inspect?.(i, Buffer.from(`dnat name: "nomad" id: "${A}" ${masq} ${dnat}`));
-            return BigInt(100 + i);
-          }),
+          Promise.resolve(
+            Array.from({ length: sizes[chain] ?? 0 }, (_, i) => {
+              // Every message holds the texts a rule of A is checked for: the sizes are what is
+              // checked here.
+              const { masq, dnat } = allocChains('nomad', A);
+              inspect?.(i, Buffer.from(`dnat name: "nomad" id: "${A}" ${masq} ${dnat}`));
+              return BigInt(100 + i);
+            }),
+          ),
         commit: (at, ops) => {
           commits.push([...ops]);
-          return at + 1;
+          return Promise.resolve(at + 1);
         },
         close: () => undefined,
       };

@@ -97,7 +97,7 @@ export interface Commands {
     onStdout?: (chunk: Buffer) => void,
   ): Promise<string>;
   /** `read()` (a parse), its `parse` error given again with the command that printed the text. */
-  parsed<T>(argv: readonly string[], read: () => T): T;
+  parsed<T>(argv: readonly string[], read: () => T | Promise<T>): Promise<T>;
   /** iptables-save, parsed as it is printed; `start`: its output's first 200 characters. */
   save(call?: SaveOptions): Promise<{ tables: SavedTable[]; start: string }>;
 }
@@ -171,9 +171,9 @@ export function createCommands(options: CommandsOptions): Commands {
     throw failure(argv, command, result);
   }
 
-  function parsed<T>(argv: readonly string[], read: () => T): T {
+  async function parsed<T>(argv: readonly string[], read: () => T | Promise<T>): Promise<T> {
     try {
-      return read();
+      return await read();
     } catch (error) {
       if (isIptablesError(error) && error.code === 'parse') {
         throw new IptablesError(`${describe(argv)} printed what cannot be read: ${error.message}`, {
@@ -195,7 +195,7 @@ export function createCommands(options: CommandsOptions): Commands {
     const stdout = await run(argv, call, (chunk) => {
       stream.write(chunk);
     });
-    const tables = parsed(argv, () => stream.end(stdout));
+    const tables = await parsed(argv, () => stream.end(stdout));
     return { tables, start: stdout.slice(0, 200) };
   }
 

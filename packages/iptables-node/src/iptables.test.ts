@@ -550,17 +550,17 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     const commits: { generation: number; ops: readonly NftOp[] }[] = [];
     let current = 41;
     const link: NftLink = {
-      generation: () => generations.shift() ?? current,
+      generation: () => Promise.resolve(generations.shift() ?? current),
       rules(table, chain, inspect) {
         calls.push(`rules ${table} ${chain}`);
         const messages = options.messages ?? ['masquerade 10.9.9.9', `${COMMENT} ${CHAIN}`];
         messages.forEach((m, i) => inspect?.(i, Buffer.from(m)));
-        return messages.map((_, i) => BigInt(7 + i));
+        return Promise.resolve(messages.map((_, i) => BigInt(7 + i)));
       },
       commit(generation, ops) {
         commits.push({ generation, ops });
         current = generation + 1;
-        return current;
+        return Promise.resolve(current);
       },
       close: () => calls.push('close'),
     };

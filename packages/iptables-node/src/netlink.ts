@@ -1,8 +1,15 @@
 // Socket I/O of the netlink link (nft.ts): a NETLINK_NETFILTER socket made in a network
-// namespace, sending one buffer of messages and reading the answers. Synchronous (koffi, in the
-// calling thread); a receive waits at most RECEIVE_TIMEOUT_S, so an answer that never comes
-// cannot hang the process.
+// namespace, sending one buffer of messages and reading the answers. The socket is made in the
+// calling thread (setns there and back: microseconds); every send and receive runs on a worker
+// thread (koffi's `.async`), because the kernel does its work in them: a send of a removal batch
+// is the whole nf_tables transaction (tens of milliseconds for thousands of rules), a receive of
+// a dump builds the messages it returns. The event loop goes on meanwhile (issue 28). A receive
+// waits at most RECEIVE_TIMEOUT_S, so an answer that never comes cannot hang the call.
+//
+// errno is per thread, and koffi reads it in the thread that made the call: after a call on a
+// worker thread it is not known here (docs/iptables.md), and a failed send or receive says so.
 import { closeSync, openSync } from 'node:fs';
+import { messageOf } from '@allocnet/base';
 import { bindLibc } from '@allocnet/libc';
 import { IptablesError } from './errors.js';
 import type { IptablesErrorCode } from './errors.js';
@@ -33,11 +40,16 @@ const ERRNO_CODES: ReadonlyMap<number, IptablesErrorCode> = new Map([
   [85, 'changed'], // ERESTART: the batch's generation is not the ruleset's
 ]);
 
+/** A bound function and its `.async` form: the call on a worker thread, with a callback. */
+type WithAsync<A extends unknown[]> = ((...args: A) => number) & {
+  readonly async: (...args: [...A, (error: unknown, result: number) => void]) => void;
+};
+
 const bound = bindLibc<{
   readonly socket: (domain: number, type: number, protocol: number) => number;
   readonly setns: (fd: number, nstype: number) => number;
-  readonly send: (fd: number, buf: Buffer, len: number, flags: number) => number;
-  readonly recv: (fd: number, buf: Buffer, len: number, flags: number) => number;
+  readonly send: WithAsync<[fd: number, buf: Buffer, len: number, flags: number]>;
+  readonly recv: WithAsync<[fd: number, buf: Buffer, len: number, flags: number]>;
   readonly setsockopt: (
     fd: number,
     level: number,
@@ -59,10 +71,28 @@ const bound = bindLibc<{
 });
 type Libc = ReturnType<typeof bound>;
 
-/** The error for a failed call or a refusing answer; `code` by the errno unless given. */
-export function failed(what: string, errno: number, code?: IptablesErrorCode): IptablesError {
-  return new IptablesError(`nf_tables ${what} failed (errno ${errno})`, {
-    code: code ?? ERRNO_CODES.get(errno) ?? 'unknown',
+/**
+ * The error for a failed call or a refusing answer; `code` by the errno unless given. `errno`
+ * undefined: a call on a worker thread, whose errno is not known here.
+ */
+export function failed(
+  what: string,
+  errno: number | undefined,
+  code?: IptablesErrorCode,
+): IptablesError {
+  const why = errno === undefined ? 'errno not known: it ran on a worker thread' : `errno ${errno}`;
+  return new IptablesError(`nf_tables ${what} failed (${why})`, {
+    code: code ?? (errno === undefined ? undefined : ERRNO_CODES.get(errno)) ?? 'unknown',
+  });
+}
+
+/** A call on a worker thread (koffi's `.async`), resolving its result. */
+function onWorker<A extends unknown[]>(fn: WithAsync<A>, ...args: A): Promise<number> {
+  return new Promise((resolve, reject) => {
+    fn.async(...args, (error, result) => {
+      if (error === null || error === undefined) resolve(result);
+      else reject(error instanceof Error ? error : new Error(messageOf(error)));
+    });
   });
 }
 
@@ -99,13 +129,16 @@ function openSocket(c: Libc, netns: string | undefined): number {
 /** A `NETLINK_NETFILTER` socket in one namespace. */
 export interface NetlinkSocket {
   /** Sends `out` (one or more messages) in one send; `what` names it in an error. */
-  send(what: string, out: Buffer): void;
+  send(what: string, out: Buffer): Promise<void>;
   /**
    * Reads answers until `visit` returns true: each message's type, sequence number and what
    * follows its header (for NLMSG_ERROR, the negated errno first: 0 is an ack). The payload is
-   * valid only during the call.
+   * valid only during the call. One call at a time per socket.
    */
-  answers(what: string, visit: (type: number, seq: number, payload: Buffer) => boolean): void;
+  answers(
+    what: string,
+    visit: (type: number, seq: number, payload: Buffer) => boolean,
+  ): Promise<void>;
   /** Makes the send buffer hold at least `bytes` (the kernel takes a batch only whole). */
   sendBuffer(bytes: number): void;
   close(): void;
@@ -133,14 +166,14 @@ export function openNetlinkSocket(netns: string | undefined): NetlinkSocket {
   }
 
   return {
-    send(what, out) {
-      if (c.send(fd, out, out.length, 0) < 0) throw failed(what, c.errno());
+    async send(what, out) {
+      if ((await onWorker(c.send, fd, out, out.length, 0)) < 0) throw failed(what, undefined);
     },
 
-    answers(what, visit) {
+    async answers(what, visit) {
       for (;;) {
-        const n = c.recv(fd, inbox, inbox.length, 0);
-        if (n < 0) throw failed(`${what} (receive)`, c.errno());
+        const n = await onWorker(c.recv, fd, inbox, inbox.length, 0);
+        if (n < 0) throw failed(`${what} (receive)`, undefined);
         for (let at = 0; at + 16 <= n;) {
           const len = inbox.readUInt32LE(at);
           if (len < 16) break;

@@ -8,8 +8,10 @@
 // - one batch of DELRULE (by handle, or a whole chain) and DELCHAIN messages whose BATCH_BEGIN
 //   carries the generation the handles were read at: the kernel applies it all, or nothing and
 //   answers ERESTART when anything changed since (a compare-and-swap on the whole ruleset).
-// Only for iptables' nf_tables backend (iptables-legacy rules are not nf_tables rules). The calls
-// are synchronous (koffi, in the calling thread): the kernel answers each promptly.
+// Only for iptables' nf_tables backend (iptables-legacy rules are not nf_tables rules). Each send
+// and receive runs on a worker thread (netlink.ts): between them the event loop goes on, and
+// another process may change the ruleset; the generation in BATCH_BEGIN makes the kernel refuse
+// a commit made from handles read before such a change. One call at a time per link.
 import type { IptablesError } from './errors.js';
 import { NLMSG_DONE, NLMSG_ERROR, failed, openNetlinkSocket } from './netlink.js';
 import type { NetlinkSocket } from './netlink.js';
@@ -27,18 +29,22 @@ export type { NftOp } from './nft-messages.js';
 
 export interface NftLink {
   /** The namespace's ruleset generation now. */
-  generation(): number;
+  generation(): Promise<number>;
   /**
    * The handles of the chain's rules, in order; `not-found` when the chain (or its table) is
    * not there. `inspect` sees each rule's message (valid only during the call), by index.
    */
-  rules(table: Table, chain: string, inspect?: (index: number, message: Buffer) => void): bigint[];
+  rules(
+    table: Table,
+    chain: string,
+    inspect?: (index: number, message: Buffer) => void,
+  ): Promise<bigint[]>;
   /**
    * Applies `ops` in one transaction if the ruleset is still at `generation`; throws `changed`
    * when it is not (nothing applied). Resolves the generation after the commit when the commit
    * was the only change since (`generation + 1`), else undefined.
    */
-  commit(generation: number, ops: readonly NftOp[]): number | undefined;
+  commit(generation: number, ops: readonly NftOp[]): Promise<number | undefined>;
   close(): void;
 }
 
@@ -47,15 +53,15 @@ export interface NftLink {
  * nor DONE goes to `onMessage`. An error answer throws: nothing more comes for a GETGEN or a dump
  * after it.
  */
-function request(
+async function request(
   socket: NetlinkSocket,
   what: string,
   out: Buffer,
   onMessage: (body: Buffer) => void,
   finished: (type: number) => boolean,
-): void {
-  socket.send(what, out);
-  socket.answers(what, (type, _seq, payload) => {
+): Promise<void> {
+  await socket.send(what, out);
+  await socket.answers(what, (type, _seq, payload) => {
     if (type === NLMSG_ERROR) {
       const errno = -payload.readInt32LE(0);
       if (errno !== 0) throw failed(what, errno);
@@ -69,9 +75,9 @@ function request(
  * follows it), an error for each change that failed, and the last change's ack or error. Throws
  * the first error; nothing went unless every answer is an ack.
  */
-function batchAnswers(socket: NetlinkSocket, first: number, last: number): void {
+async function batchAnswers(socket: NetlinkSocket, first: number, last: number): Promise<void> {
   let error: IptablesError | undefined;
-  socket.answers('batch', (type, seq, payload) => {
+  await socket.answers('batch', (type, seq, payload) => {
     if (type !== NLMSG_ERROR) return false;
     const errno = -payload.readInt32LE(0);
     const refused = errno !== 0;
@@ -86,9 +92,9 @@ export function openNftLink(family: Family, netns?: string): NftLink {
   const socket = openNetlinkSocket(netns);
 
   const link: NftLink = {
-    generation() {
+    async generation() {
       let generation: number | undefined;
-      request(
+      await request(
         socket,
         'GETGEN',
         generationRequest(),
@@ -102,9 +108,9 @@ export function openNftLink(family: Family, netns?: string): NftLink {
       return generation;
     },
 
-    rules(table, chain, inspect) {
+    async rules(table, chain, inspect) {
       const handles: bigint[] = [];
-      request(
+      await request(
         socket,
         `GETRULE ${table} ${chain}`,
         rulesRequest(family, table, chain),
@@ -119,14 +125,14 @@ export function openNftLink(family: Family, netns?: string): NftLink {
       return handles;
     },
 
-    commit(generation, ops) {
+    async commit(generation, ops) {
       if (ops.length === 0) return generation;
       const { bytes, first, last } = removalBatch(family, generation, ops);
       // The kernel takes a batch only whole, in one send: the send buffer must hold it.
       socket.sendBuffer(Math.max(bytes.length * 2, 1 << 20));
-      socket.send('batch', bytes);
-      batchAnswers(socket, first, last);
-      const after = link.generation();
+      await socket.send('batch', bytes);
+      await batchAnswers(socket, first, last);
+      const after = await link.generation();
       return after === generation + 1 ? after : undefined;
     },
 

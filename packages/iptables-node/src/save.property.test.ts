@@ -45,6 +45,16 @@ function lineCount(t: string): number {
   return t.split('\n').length;
 }
 
+/** An async parse's value, or its `parse` error's message and line. */
+async function outcomeOf(parsing: Promise<unknown>) {
+  try {
+    return { value: await parsing };
+  } catch (error) {
+    const refused = parseError(error);
+    return { error: refused.message, line: refused.line };
+  }
+}
+
 /** A parse's value, or its `parse` error's message and line. */
 function outcome(f: () => unknown) {
   try {
@@ -100,25 +110,25 @@ describe('parseIptablesSave properties', () => {
     );
   });
 
-  it('reads any output in any pieces exactly as whole, the same error included', () => {
+  it('reads any output in any pieces exactly as whole, the same error included', async () => {
     const bytes = fc.oneof(
       text.map((t) => Buffer.from(t, 'utf8')),
       fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
     );
-    fc.assert(
-      fc.property(bytes, cuts, filters, (output, at, keep) => {
+    await fc.assert(
+      fc.asyncProperty(bytes, cuts, filters, async (output, at, keep) => {
         const whole = outcome(() => parseIptablesSave(output.toString('utf8'), keep));
-        expect(outcome(() => streamed(output, at, keep))).toEqual(whole);
+        expect(await outcomeOf(streamed(output, at, keep))).toEqual(whole);
       }),
       parameters(1000),
     );
   });
 
-  it('parses whole an output its pieces were not all of', () => {
+  it('parses whole an output its pieces were not all of', async () => {
     const stream = createSaveStream();
     stream.write(Buffer.from('*filter\n-A X -j ACCEPT\n'));
     // An exec that gave only part of the output (or none) as it came.
-    expect(stream.end('*filter\n-A X -j ACCEPT\n-A Y -j DROP\nCOMMIT\n')).toEqual(
+    expect(await stream.end('*filter\n-A X -j ACCEPT\n-A Y -j DROP\nCOMMIT\n')).toEqual(
       parseIptablesSave('*filter\n-A X -j ACCEPT\n-A Y -j DROP\nCOMMIT\n'),
     );
   });
@@ -286,11 +296,11 @@ describe('parseIptablesSave round trip', () => {
     );
   });
 
-  it('reads a ruleset in any pieces exactly as whole, places included', () => {
-    fc.assert(
-      fc.property(tables, fc.boolean(), cuts, filters, (saved, counters, at, keep) => {
+  it('reads a ruleset in any pieces exactly as whole, places included', async () => {
+    await fc.assert(
+      fc.asyncProperty(tables, fc.boolean(), cuts, filters, async (saved, counters, at, keep) => {
         const output = render(saved, counters);
-        expect(streamed(Buffer.from(output, 'utf8'), at, keep)).toEqual(
+        expect(await streamed(Buffer.from(output, 'utf8'), at, keep)).toEqual(
           parseIptablesSave(output, keep),
         );
       }),

@@ -1,13 +1,6 @@
 // Leaked allocations on a fresh node namespace, and reaping them, for the suite's reap scenario
-// and leak-reap.js. Two shapes, in exactly the form the Debian plugins (1.1.1) write their state
-// (@allocnet/cni-configurator/testing's addPluginShapes):
-//   full          : what the chain leaves when DEL ran without its cached result: bridge's
-//                   POSTROUTING jump and its CNI-<h> chain (2 rules), portmap's CNI-HOSTPORT-DNAT
-//                   jump and its CNI-DN-<h> chain (3 rules: one port, tcp), the firewall's two
-//                   CNI-FORWARD accepts; with the two chains' declarations, 11 iptables-save lines
-//   netns-deleted : what a plain out-of-band deletion of the allocation's netns leaves (bridge's
-//                   DEL finds no interface and stops before its masquerade teardown; portmap and
-//                   firewall clean up): the POSTROUTING jump and its chain, 4 lines
+// and leak-reap.js. The two shapes (full, netns-deleted) are @allocnet/cni-configurator/testing's
+// `addLeaks`, in exactly the form the Debian plugins (1.1.1) write their state.
 // Two ways to reap:
 //   allocnet : one CniConfigurator.reapLeaks call, discovery included (iptables-save of both
 //              families, the IPAM and CNI cache scan, planning, then per batch one nf_tables
@@ -22,66 +15,26 @@ import { join } from 'node:path';
 import { createCniRuntime } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
 import { allocChains, createCniConfigurator } from '@allocnet/cni-configurator';
-import { addPluginShapes } from '@allocnet/cni-configurator/testing';
+import {
+  LEAK_NETWORK,
+  LEAK_SHAPES,
+  LINES_PER_LEAK,
+  addLeaks,
+  leakId,
+  leakIp,
+  sharedChains,
+} from '@allocnet/cni-configurator/testing';
+import type { LeakShape } from '@allocnet/cni-configurator/testing';
 import { createBatch, createIptables } from '@allocnet/iptables-node';
-import type { Iptables, IptablesBatch } from '@allocnet/iptables-node';
+import type { Iptables } from '@allocnet/iptables-node';
 import { withNetnsLab } from '@allocnet/testns';
 import { BenchError } from './errors.js';
 
-export const LEAK_SHAPES = ['full', 'netns-deleted'] as const;
-export type LeakShape = (typeof LEAK_SHAPES)[number];
+export { LEAK_SHAPES, LINES_PER_LEAK, addLeaks, leakId, leakIp, sharedChains };
+export type { LeakShape };
 export type ReapMethod = 'allocnet' | 'nomad';
 
-/** iptables-save lines one leaked allocation of each shape is. */
-export const LINES_PER_LEAK: Readonly<Record<LeakShape, number>> = {
-  full: 11,
-  'netns-deleted': 4,
-};
-
-/** The leaks' network (allocnet's default network's name) and a /18 wide enough for 5,000 addresses. */
-const NETWORK = 'nomad';
-const SUBNET = '172.26.64.0/18';
-
-export const leakId = (i: number): string =>
-  `1eaced00-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
-export const leakIp = (i: number): string => `172.26.${64 + Math.floor(i / 250)}.${(i % 250) + 2}`;
-
-/**
- * Adds `n` leaked allocations of `shape` to `batch`. addPluginShapes maps a port as Nomad does,
- * tcp and udp; the full shape maps one protocol (3 rules in CNI-DN-<h>, one jump), so its udp
- * half is left out.
- */
-export function addLeaks(batch: IptablesBatch, shape: LeakShape, n: number): IptablesBatch {
-  for (let i = 0; i < n; i++) {
-    const one = addPluginShapes(createBatch(), {
-      network: NETWORK,
-      allocId: leakId(i),
-      ip: leakIp(i),
-      subnet: SUBNET,
-      ...(shape === 'full'
-        ? { ports: [{ host: 20000 + i, container: 8080 }], firewall: true }
-        : {}),
-    });
-    for (const op of one.ops) {
-      if ('spec' in op && op.spec.includes('udp')) continue;
-      if (op.kind === 'newChain') batch.newChain(op.table, op.chain);
-      else if (op.kind === 'append') batch.append(op.table, op.chain, op.spec);
-      else
-        throw new Error(
-          `addPluginShapes gave a ${op.kind} op; only newChain and append are copied`,
-        );
-    }
-  }
-  return batch;
-}
-
-/** The chains the plugins share, which every leak's rules are in or jump to; made before the baseline. */
-export function sharedChains(): IptablesBatch {
-  return createBatch()
-    .newChain('filter', 'CNI-FORWARD')
-    .newChain('nat', 'CNI-HOSTPORT-DNAT')
-    .newChain('nat', 'CNI-HOSTPORT-SETMARK');
-}
+const NETWORK = LEAK_NETWORK;
 
 async function reapAllocnet(
   ipt: Iptables,

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { BenchError, intListFlag } from './errors.js';
 import { RESULTS } from './paths.js';
 
-export const SCENARIOS = ['sequential', 'concurrent', 'scale', 'reap'] as const;
+export const SCENARIOS = ['sequential', 'concurrent', 'scale', 'reap', 'reap-agent'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 /** How many allocations, rounds and repetitions each scenario gets (`--quick`: fewer). */
@@ -18,6 +18,8 @@ export interface SuitePlan {
     readonly nomadAllocs: number;
     readonly nomadReps: number;
   };
+  /** Leaked allocations per reap, live allocations beside them, rounds (a fresh agent each). */
+  readonly reapAgent: { readonly leaks: number; readonly live: number; readonly rounds: number };
 }
 
 /** The suite's flags, read. */
@@ -45,6 +47,7 @@ function planOf(quick: boolean, reapAllocs: string | undefined): SuitePlan {
       nomadAllocs: quick ? 100 : 1000,
       nomadReps: quick ? 1 : 2,
     },
+    reapAgent: { leaks: quick ? 1000 : 5000, live: quick ? 5 : 20, rounds: quick ? 1 : 5 },
   };
 }
 

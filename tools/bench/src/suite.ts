@@ -11,6 +11,9 @@
 //                RSS before and after
 //   reap       : leaked allocations in reap.ts's two shapes at 1,000 and 5,000, reaped by
 //                allocnet; Nomad's per-allocation forceCleanup on the netns-deleted shape
+//   reap-agent : 5,000 full-shape leaks reaped through a running agent with 20 live allocations,
+//                its first ReapLeaks and a warm one, while a client asks it every 20 ms
+//                (suite-reap-agent.ts); fresh agents, 5 rounds
 // Writes every raw sample and the environment as JSON, a markdown summary with the goals, and
 // PNG charts (report.ts); `--docs` also rewrites docs/performance.md. The flags and the plan are
 // suite-plan.ts's, what the scenarios stand on suite-node.ts's, the scenarios suite-scenarios.ts's
@@ -28,6 +31,7 @@ import { writeReport } from './report.js';
 import { log } from './suite-node.js';
 import type { SuiteContext } from './suite-node.js';
 import { parseSuiteArgs } from './suite-plan.js';
+import { reapAgent } from './suite-reap-agent.js';
 import { concurrent, reap, sequential } from './suite-scenarios.js';
 import { scale } from './suite-scale.js';
 import type { SuiteResults } from './summary.js';
@@ -52,6 +56,7 @@ try {
     concurrent: only.has('concurrent') ? await concurrent(ctx, plan.concurrent) : undefined,
     scale: only.has('scale') ? await scale(ctx, plan.scale) : undefined,
     reap: only.has('reap') ? await reap(plan.reap) : undefined,
+    reapAgent: only.has('reap-agent') ? await reapAgent(ctx, plan.reapAgent) : undefined,
     durationS: 0,
   };
 } finally {

@@ -107,6 +107,23 @@ export interface ReapRun {
   readonly cases: readonly ReapCase[];
 }
 
+/** One round of the reap-agent scenario: a fresh agent's first and warm ReapLeaks, the probe's ms. */
+export interface ReapAgentRound {
+  readonly firstMs: number;
+  readonly warmMs: number;
+  /** Each probe call's latency on the quiet agent, during the first reap, during the warm one. */
+  readonly quietMs: readonly number[];
+  readonly firstProbeMs: readonly number[];
+  readonly warmProbeMs: readonly number[];
+}
+
+export interface ReapAgentRun {
+  readonly leaks: number;
+  readonly live: number;
+  readonly probeEveryMs: number;
+  readonly rounds: readonly ReapAgentRound[];
+}
+
 export interface SuiteResults {
   readonly command: string;
   readonly environment: BenchEnvironment;
@@ -115,6 +132,7 @@ export interface SuiteResults {
   readonly concurrent: ConcurrentRun | undefined;
   readonly scale: ScaleRun | undefined;
   readonly reap: ReapRun | undefined;
+  readonly reapAgent?: ReapAgentRun | undefined;
   readonly durationS: number;
 }
 

@@ -1,0 +1,108 @@
+// A big reap stalls nobody (issue 28): the real agent in a throwaway node namespace with a few
+// live allocations, thousands of leaked allocations in the plugins' full shape
+// (@allocnet/cni-configurator/testing's addLeaks, one iptables-restore), then ReapLeaks while a
+// client asks the agent, one call at a time every 20 ms, ListAllocNetworks, GetAllocNetwork and
+// Health in turn. The worst call during the reap must be at most 100 ms over the worst of the same
+// client on the same agent just before, quiet; the reap must bring the node's ruleset back to
+// what it was with the live allocations alone. Needs root, iproute2, iptables and
+// containernetworking-plugins; never touches the root network namespace.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { addLeaks } from '@allocnet/cni-configurator/testing';
+import { createBatch, createIptables } from '@allocnet/iptables-node';
+import { agentTarget, unary } from '@allocnet/proto';
+import type { ReapLeaksProgress__Output } from '@allocnet/proto';
+import * as grpc from '@grpc/grpc-js';
+import { healthCheck, useAgentHost } from './fixtures/agent-host.js';
+import type { AgentHost } from './fixtures/agent-host.js';
+
+const LEAKS = 5_000;
+const LIVE = 3;
+const EVERY_MS = 20;
+const QUIET_MS = 3_000;
+const STALL_MS = 100;
+
+let host: AgentHost;
+
+useAgentHost((made) => {
+  host = made;
+});
+
+const liveId = (i: number) => `00000000-0000-4000-8000-0000000028${String(i).padStart(2, '0')}`;
+
+/** Asks the agent until stopped, one call at a time every EVERY_MS; each call's ms. */
+function probe(allocId: string) {
+  const alloc = host.alloc();
+  const asks = [
+    () => unary(alloc, 'ListAllocNetworks', {}, { deadlineMs: 60_000 }),
+    () => unary(alloc, 'GetAllocNetwork', { allocId }, { deadlineMs: 60_000 }),
+    () => healthCheck(agentTarget(host.socket), grpc.credentials.createInsecure()),
+  ];
+  const samples: number[] = [];
+  const state = { stopped: false };
+  const running = (async () => {
+    for (let k = 0; !state.stopped; k++) {
+      const t0 = performance.now();
+      await (asks[k % asks.length] as () => Promise<unknown>)();
+      const ms = performance.now() - t0;
+      samples.push(ms);
+      await sleep(Math.max(0, EVERY_MS - ms));
+    }
+  })();
+  return async () => {
+    state.stopped = true;
+    await running;
+    return samples;
+  };
+}
+
+function reap(): Promise<ReapLeaksProgress__Output['summary']> {
+  return new Promise((resolve, reject) => {
+    const stream = host.operator().ReapLeaks({}, { deadline: Date.now() + 300_000 });
+    let summary: ReapLeaksProgress__Output['summary'];
+    stream.on('data', (m: ReapLeaksProgress__Output) => {
+      if (m.summary !== null && m.summary !== undefined) summary = m.summary;
+    });
+    stream.on('error', reject);
+    stream.on('end', () => {
+      resolve(summary);
+    });
+  });
+}
+
+it(`answers List, Get and Health within ${STALL_MS} ms of its quiet worst while it reaps ${LEAKS} leaked allocations, and the node is back at its baseline`, async () => {
+  await host.start();
+  const alloc = host.alloc();
+  const job = { namespace: 'default', jobId: 'web', groupName: 'api' };
+  for (let i = 0; i < LIVE; i++)
+    await unary(
+      alloc,
+      'SetupAllocNetwork',
+      { ...job, allocId: liveId(i), ports: [{ label: 'http', value: 28_000 + i, to: 8080 }] },
+      { deadlineMs: 60_000 },
+    );
+  const baseline = await host.ruleset();
+  const ipt = createIptables({ netns: host.node.path, timeoutMs: 300_000 });
+  // Past the live allocations' addresses: leak i has 172.26.(64 + i / 250).(i % 250 + 2).
+  await ipt.restore(addLeaks(createBatch(), 'full', LEAKS, 250));
+
+  const quietProbe = probe(liveId(0));
+  await sleep(QUIET_MS);
+  const quiet = await quietProbe();
+  const duringProbe = probe(liveId(0));
+  const t0 = performance.now();
+  const summary = await reap();
+  const reapMs = performance.now() - t0;
+  const during = await duringProbe();
+
+  const worst = (v: readonly number[]) => Math.max(...v);
+  process.stderr.write(
+    `reap of ${LEAKS} leaks through the agent: ${reapMs.toFixed(0)} ms; probe worst ${worst(during).toFixed(1)} ms during (${during.length} calls), ${worst(quiet).toFixed(1)} ms quiet (${quiet.length} calls)\n`,
+  );
+  expect(summary?.reaped).toHaveLength(LEAKS);
+  expect(summary?.failed).toEqual([]);
+  expect(await host.ruleset()).toBe(baseline);
+  expect(during.length).toBeGreaterThan(3);
+  expect(worst(during)).toBeLessThanOrEqual(worst(quiet) + STALL_MS);
+  for (let i = 0; i < LIVE; i++)
+    await unary(alloc, 'TeardownAllocNetwork', { allocId: liveId(i) }, { deadlineMs: 60_000 });
+}, 600_000);
