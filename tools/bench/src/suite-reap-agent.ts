@@ -54,9 +54,9 @@ function startProbe(agent: BenchAgent, socket: string, allocId: string) {
     check,
   ];
   const samples: number[] = [];
-  let stopped = false;
+  const stopping = new AbortController();
   const running = (async () => {
-    for (let k = 0; !stopped; k++) {
+    for (let k = 0; !stopping.signal.aborted; k++) {
       const t0 = performance.now();
       await (asks[k % asks.length] as () => Promise<unknown>)();
       const ms = performance.now() - t0;
@@ -66,7 +66,7 @@ function startProbe(agent: BenchAgent, socket: string, allocId: string) {
   })();
   return {
     async stop(): Promise<number[]> {
-      stopped = true;
+      stopping.abort();
       try {
         await running;
       } finally {
