@@ -16,7 +16,7 @@
 export type Sliceable<T> = Generator<void, T, void>;
 
 /** The longest a slice runs before the event loop gets a turn, by default. */
-export const SLICE_MS = 8;
+export const SLICE_MS = 3;
 
 /** Runs `work` to its end at once. */
 export function runWhole<T>(work: Sliceable<T>): T {
