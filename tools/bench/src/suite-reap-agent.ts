@@ -8,10 +8,9 @@
 // with the live allocations alone (`not-exact` otherwise).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
+import { Worker } from 'node:worker_threads';
 import { addLeaks } from '@allocnet/cni-configurator/testing';
 import { createBatch, createIptables } from '@allocnet/iptables-node';
-import { agentTarget, unary } from '@allocnet/proto';
 import type { TestNetns } from '@allocnet/testns';
 import { startBenchAgent } from './agent-process.js';
 import type { BenchAgent } from './agent-process.js';
@@ -28,51 +27,25 @@ const QUIET_MS = 3_000;
 /** The leaks' first index: past the live allocations' addresses (leakIp: 250 a /24). */
 const LEAKS_FROM = 250;
 
-/** A client asking the agent every PROBE_EVERY_MS until stopped; resolves each call's ms. */
-function startProbe(agent: BenchAgent, socket: string, allocId: string) {
-  const health = new grpc.Client(agentTarget(socket), grpc.credentials.createInsecure(), {
-    'grpc.use_local_subchannel_pool': 1,
+/** The probe (probe-worker.ts) on its own thread until stopped; resolves each call's ms. */
+function startProbe(socket: string, allocId: string) {
+  const worker = new Worker(new URL('./probe-worker.js', import.meta.url), {
+    workerData: { socket, allocId, everyMs: PROBE_EVERY_MS },
   });
-  const identity = (b: Buffer) => b;
-  const check = () =>
-    new Promise<void>((resolve, reject) => {
-      health.makeUnaryRequest(
-        '/grpc.health.v1.Health/Check',
-        identity,
-        identity,
-        Buffer.alloc(0),
-        { deadline: Date.now() + 60_000 },
-        (error) => {
-          if (error === null) resolve();
-          else reject(error);
-        },
-      );
+  const samples = new Promise<number[]>((resolve, reject) => {
+    worker.once('message', (m: number[]) => {
+      resolve(m);
     });
-  const asks = [
-    () => unary(agent.alloc, 'ListAllocNetworks', {}, { deadlineMs: 60_000 }),
-    () => unary(agent.alloc, 'GetAllocNetwork', { allocId }, { deadlineMs: 60_000 }),
-    check,
-  ];
-  const samples: number[] = [];
-  const stopping = new AbortController();
-  const running = (async () => {
-    for (let k = 0; !stopping.signal.aborted; k++) {
-      const t0 = performance.now();
-      await (asks[k % asks.length] as () => Promise<unknown>)();
-      const ms = performance.now() - t0;
-      samples.push(ms);
-      await sleep(Math.max(0, PROBE_EVERY_MS - ms));
-    }
-  })();
+    worker.once('error', reject);
+  });
   return {
     async stop(): Promise<number[]> {
-      stopping.abort();
+      worker.postMessage('stop');
       try {
-        await running;
+        return await samples;
       } finally {
-        health.close();
+        await worker.terminate();
       }
-      return samples;
     },
   };
 }
@@ -101,7 +74,7 @@ async function probedReap(
 ): Promise<{ ms: number; probeMs: number[] }> {
   const ipt = createIptables({ netns: o.node.path, timeoutMs: 600_000 });
   await ipt.restore(addLeaks(createBatch(), 'full', o.leaks, LEAKS_FROM));
-  const probe = startProbe(o.agent, o.socket, o.allocId);
+  const probe = startProbe(o.socket, o.allocId);
   const t0 = performance.now();
   let done: { reaped: number; failed: number };
   try {
@@ -152,7 +125,7 @@ async function round(
       const baseline = await node.ruleset();
       const socket = join(agentDir, 'run', 'agent.sock');
       const allocId = allocs[0]?.id ?? idOf('4ea90000', 0);
-      const quiet = startProbe(agent, socket, allocId);
+      const quiet = startProbe(socket, allocId);
       await sleep(QUIET_MS);
       const quietMs = await quiet.stop();
       const at = { agent, node, socket, allocId, leaks: plan.leaks };
