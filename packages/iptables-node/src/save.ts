@@ -260,10 +260,16 @@ export interface SaveStream {
 /** Characters of whole lines read between two pause points (well under a millisecond each). */
 const PIECE_CHARS = 8192;
 
-export function createSaveStream(keep?: (line: string) => boolean): SaveStream {
+/**
+ * `pause` says when the event loop gets a turn (default: every few milliseconds, `createPause`);
+ * tests give one that never pauses, or pauses at points of their choosing.
+ */
+export function createSaveStream(
+  keep?: (line: string) => boolean,
+  pause: () => Promise<void> | undefined = createPause(),
+): SaveStream {
   const reader = new SaveReader(keep);
   const decoder = new StringDecoder('utf8');
-  const pause = createPause();
   let pending = '';
   let line = 1;
   let chars = 0;
