@@ -1,6 +1,7 @@
-import { mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ipaddr from 'ipaddr.js';
+import { lockExclusive } from '@allocnet/libc';
 import type { FoundReservation } from './types.js';
 
 /**
@@ -117,4 +118,52 @@ export async function writeHold(
  */
 export async function turnIntoHold(r: FoundReservation, ifName: string): Promise<void> {
   await writeFile(r.path, holdText(r.allocId, ifName));
+}
+
+/** The size of `path`, or undefined when it is gone. */
+async function sizeOf(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).size;
+  } catch (error) {
+    if (missing(error)) return undefined;
+    throw error;
+  }
+}
+
+/** How long a sweep of empty reservations waits for host-local's lock. */
+const IPAM_LOCK_TIMEOUT_MS = 10_000;
+
+/**
+ * Removes the reservation files in `dir` that are empty, and returns their addresses. host-local
+ * creates a reservation O_EXCL and then writes its owner into it, both under its flock on
+ * `<dir>/lock`; a host-local killed between the two (a setup cancelled in the middle of its ADD)
+ * leaves an empty file that reserves the address for no one, for ever (no DEL names it, and a
+ * leak search cannot tell whose it is). Under the same flock no host-local is between the two,
+ * so a file still empty there is such a leftover.
+ */
+export async function removeEmptyReservations(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if (missing(error)) return [];
+    throw error;
+  }
+  const addresses = names.filter((n) => ipaddr.isValid(n));
+  const sizes = await Promise.all(addresses.map((a) => sizeOf(join(dir, a))));
+  const empty = addresses.filter((_, i) => sizes[i] === 0);
+  if (empty.length === 0) return [];
+  const lock = await lockExclusive(join(dir, 'lock'), IPAM_LOCK_TIMEOUT_MS);
+  try {
+    const removed: string[] = [];
+    for (const address of empty) {
+      const path = join(dir, address);
+      if ((await sizeOf(path)) !== 0) continue;
+      await rm(path, { force: true });
+      removed.push(address);
+    }
+    return removed;
+  } finally {
+    lock.release();
+  }
 }

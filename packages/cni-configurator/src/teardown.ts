@@ -20,7 +20,7 @@ import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
 import { keepAsHolds } from './holds.js';
-import { listReservations } from './ipam.js';
+import { listReservations, removeEmptyReservations } from './ipam.js';
 import { linesAbout, linesFirewallAbout } from './marks.js';
 import { nativeDel } from './native-del.js';
 import { EMPTY_PLAN, EMPTY_STATE, counts, isEmpty, joinStates } from './plan.js';
@@ -74,6 +74,14 @@ export async function sweepAfterFailure(
       ctx.logger.warn('failed setup left state behind; removed it', {
         allocId,
         ...counts(removed),
+      });
+    const dir = ctx.factsOf(network).ipamDir;
+    const empty = dir === undefined ? [] : await removeEmptyReservations(dir);
+    if (empty.length > 0)
+      ctx.logger.warn('removed reservations a killed host-local left empty', {
+        allocId,
+        network: network.name,
+        addresses: empty,
       });
   } catch (error) {
     ctx.logger.warn('sweep after a failed setup failed', { allocId, error: messageOf(error) });
