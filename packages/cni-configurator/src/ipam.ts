@@ -37,15 +37,19 @@ function missing(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'ENOENT';
 }
 
-/** Every reservation in `dir` (a missing directory has none). */
-export async function listReservations(network: string, dir: string): Promise<FoundReservation[]> {
-  let names: string[];
+/** The names in `dir` (a missing directory has none). */
+async function namesIn(dir: string): Promise<string[]> {
   try {
-    names = await readdir(dir);
+    return await readdir(dir);
   } catch (error) {
     if (missing(error)) return [];
     throw error;
   }
+}
+
+/** Every reservation in `dir` (a missing directory has none). */
+export async function listReservations(network: string, dir: string): Promise<FoundReservation[]> {
+  const names = await namesIn(dir);
   const found = await Promise.all(
     names.filter((n) => ipaddr.isValid(n)).map((n) => readReservation(network, dir, n)),
   );
@@ -142,13 +146,7 @@ const IPAM_LOCK_TIMEOUT_MS = 10_000;
  * so a file still empty there is such a leftover.
  */
 export async function removeEmptyReservations(dir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if (missing(error)) return [];
-    throw error;
-  }
+  const names = await namesIn(dir);
   const addresses = names.filter((n) => ipaddr.isValid(n));
   const sizes = await Promise.all(addresses.map((a) => sizeOf(join(dir, a))));
   const empty = addresses.filter((_, i) => sizes[i] === 0);
