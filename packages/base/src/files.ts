@@ -142,19 +142,22 @@ export interface Temporary {
  * The temporaries in `dir` (none when it does not exist), of `target` only when given. One that
  * goes while it is looked at is skipped.
  */
-export async function listTemporaries(
-  dir: string,
-  options: { readonly target?: string } = {},
-): Promise<Temporary[]> {
-  let names: string[];
+/** The names in `dir`, unsorted; a missing directory has none. */
+export async function namesInDir(dir: string): Promise<string[]> {
   try {
-    names = await readdir(dir);
+    return await readdir(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
+}
+
+export async function listTemporaries(
+  dir: string,
+  options: { readonly target?: string } = {},
+): Promise<Temporary[]> {
   const found: Temporary[] = [];
-  for (const name of names.sort()) {
+  for (const name of (await namesInDir(dir)).sort()) {
     const parsed = parseTemporary(name);
     if (parsed === undefined || (options.target !== undefined && parsed.target !== options.target))
       continue;

@@ -1,7 +1,8 @@
-import { mkdir, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { lockExclusive } from '@allocnet/libc';
+import { namesInDir } from '@allocnet/base/files';
 import type { FoundReservation } from './types.js';
 
 /**
@@ -37,19 +38,9 @@ function missing(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'ENOENT';
 }
 
-/** The names in `dir` (a missing directory has none). */
-async function namesIn(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    if (missing(error)) return [];
-    throw error;
-  }
-}
-
 /** Every reservation in `dir` (a missing directory has none). */
 export async function listReservations(network: string, dir: string): Promise<FoundReservation[]> {
-  const names = await namesIn(dir);
+  const names = await namesInDir(dir);
   const found = await Promise.all(
     names.filter((n) => ipaddr.isValid(n)).map((n) => readReservation(network, dir, n)),
   );
@@ -146,7 +137,7 @@ const IPAM_LOCK_TIMEOUT_MS = 10_000;
  * so a file still empty there is such a leftover.
  */
 export async function removeEmptyReservations(dir: string): Promise<string[]> {
-  const names = await namesIn(dir);
+  const names = await namesInDir(dir);
   const addresses = names.filter((n) => ipaddr.isValid(n));
   const sizes = await Promise.all(addresses.map((a) => sizeOf(join(dir, a))));
   const empty = addresses.filter((_, i) => sizes[i] === 0);

@@ -1,9 +1,10 @@
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import * as t from 'io-ts';
 import { checkedString } from './codecs.js';
 import { decode } from './decode.js';
 import { formatPath } from '@allocnet/base';
+import { namesInDir } from '@allocnet/base/files';
 import type { FieldPath } from '@allocnet/base';
 import { CniError } from './errors.js';
 import { NAME_PATTERN } from './validate.js';
@@ -234,14 +235,7 @@ export const CONFIG_EXTENSIONS: readonly string[] = ['.conf', '.conflist', '.jso
  * to them included), in byte order of their names. A missing directory has none.
  */
 export async function listConfigFiles(dir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
-  const candidates = names
+  const candidates = (await namesInDir(dir))
     .filter((n) => CONFIG_EXTENSIONS.includes(extname(n)))
     .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const files: string[] = [];
