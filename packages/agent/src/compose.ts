@@ -4,20 +4,21 @@
 // metrics listener. `composeAgent` opens them in the order a start needs and registers each
 // with `opened`, so that the lifecycle (agent.ts) closes them in reverse when a later step fails.
 //
-// The CNI door's wiring is one step of its own (compose-cni.ts).
+// The CNI door's wiring is one step of its own (compose-cni.ts), and so is what runs in the
+// background once the agent serves (background.ts: the restore, then the reap's warm-up).
 //
 // A setup request's path, for a reader: servers.ts (gRPC) → alloc-handlers.ts (decode, metrics,
 // log line, through call.ts) → the runner → the configurator → the CNI runtime and iptables.
 import { mkdir } from 'node:fs/promises';
 import { posix } from 'node:path';
-import { createAllocRunner, isRunnerError } from '@allocnet/alloc-runner';
+import { createAllocRunner } from '@allocnet/alloc-runner';
 import type { AllocRunner, NetnsManager, RunnerConfigurator } from '@allocnet/alloc-runner';
 import { createCniRuntime, createNodePluginExec, findPlugin, isCniError } from '@allocnet/cni';
 import type { CniRuntime } from '@allocnet/cni';
 import { createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
-import { releaseFreeMemory } from '@allocnet/spawn';
+import { restoreInBackground } from './background.js';
 import type { AgentConfig } from './config.js';
 import { AgentError, checkNotAborted, messageOf } from './errors.js';
 import { wireCniDoor } from './compose-cni.js';
@@ -47,7 +48,9 @@ import { sweepTemporaries } from './temporaries.js';
  * reload and close.
  */
 export type AgentConfigurator = RunnerConfigurator &
-  Pick<CniConfigurator, 'catalog' | 'reload' | 'close'>;
+  Pick<CniConfigurator, 'catalog' | 'reload' | 'close'> &
+  // A test's configurator may not warm the reap (warmReapPath).
+  Partial<Pick<CniConfigurator, 'warmReap'>>;
 
 /** Parts a test gives instead of the real ones. */
 export interface AgentSeams {
@@ -143,46 +146,6 @@ function lockDataDir(config: AgentConfig): HeldLock {
     `pid ${process.pid}, socket ${config.socket}, cni socket ${config.cni.socket}, since ${new Date().toISOString()}\n`,
   );
   return held;
-}
-
-/**
- * Restores what the last run left, then reconciles once, in the background (the runner's
- * `startInBackground`): the agent serves meanwhile, an operation on an allocation still being
- * restored waits for that one. Returns how many allocations are being restored.
- */
-function restoreInBackground(runner: AllocRunner, logger: AgentLogger): number {
-  const { restoring, done } = runner.startInBackground();
-  done.then(
-    (started) => {
-      // The restore read thousands of plugin and iptables outputs: hand back the heap glibc
-      // keeps after freeing them (docs/performance.md: the RSS after a restore).
-      releaseFreeMemory();
-      logger.info('restored allocations from the last run', {
-        ...started.restore.counts,
-        durationMs: started.restore.durationMs,
-        rssMiB: Math.round(process.memoryUsage.rss() / 2 ** 20),
-      });
-    },
-    (error: unknown) => {
-      if (isRunnerError(error) && error.code === 'reconcile-failed') {
-        // The first reconcile failing (iptables missing, say) does not stop the agent: requests
-        // will say what is wrong, and the reconciler tries again at its interval.
-        logger.error('the first reconcile failed; the agent serves anyway', {
-          error: messageOf(error),
-        });
-      } else if (
-        isRunnerError(error) &&
-        (error.code === 'shutting-down' || error.code === 'aborted')
-      ) {
-        logger.info(
-          'the agent stopped before the restore was done; the next start restores the rest',
-        );
-      } else {
-        logger.error('restoring the allocations failed', { error: messageOf(error) });
-      }
-    },
-  );
-  return restoring;
 }
 
 /**
@@ -406,7 +369,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     metrics,
     opened,
   });
-  const restoring = restoreInBackground(theRunner, logger);
+  const restoring = restoreInBackground(theRunner, configurator, logger);
   checkNotAborted(signal);
   const { reload, handlers, servers } = await openGrpcDoor(options, {
     runner: theRunner,

@@ -50,3 +50,10 @@ export const CNI_QUEUE_SUBDIR = 'cni-queue';
 
 /** How often the agent looks for DELs queued after its start's replay. */
 export const CNI_QUEUE_REPLAY_INTERVAL_MS = 5000;
+
+/**
+ * Made-up leaked allocations the agent runs the reap's code over once after its start
+ * (compose.ts `warmReapPath`): enough for V8 to compile the parse, the plan and the encoding
+ * before an operator's first reap (measured in docs/performance.md, reap-agent).
+ */
+export const WARM_REAP_ALLOCATIONS = 2000;

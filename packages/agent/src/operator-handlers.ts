@@ -3,7 +3,8 @@
 // a reap from meeting a setup in flight); ReloadConfig through the agent's reloader;
 // GetAgentInfo (agent-info.ts) reads the runner's counters and asks the plugins their versions.
 import type { AllocRunner } from '@allocnet/alloc-runner';
-import type { NetworkCatalog } from '@allocnet/cni-configurator';
+import { createPause } from '@allocnet/base';
+import type { Leak, NetworkCatalog } from '@allocnet/cni-configurator';
 import { loadAllocnetProto } from '@allocnet/proto';
 import type { OperatorServiceHandlers, ReapLeaksProgress } from '@allocnet/proto';
 import { agentInfoCall } from './agent-info.js';
@@ -26,6 +27,13 @@ const LEAKS_PER_PART = 100;
 
 let serializeProgress: ((message: ReapLeaksProgress) => Buffer) | undefined;
 
+/** The ReapLeaks stream's own serializer (the one grpc-js writes its messages with). */
+function progressSerializer(): (message: ReapLeaksProgress) => Buffer {
+  serializeProgress ??= loadAllocnetProto().allocnet.v1.OperatorService.service.ReapLeaks
+    .responseSerialize as (message: ReapLeaksProgress) => Buffer;
+  return serializeProgress;
+}
+
 /**
  * The ReapLeaks summary encoded in slices: the first part with every field and the first
  * LEAKS_PER_PART reaped allocations, each next part with the next ones.
@@ -34,8 +42,7 @@ async function slicedSummary(
   summary: NonNullable<ReapLeaksProgress['summary']>,
   reaped: readonly Parameters<typeof leakMessage>[0][],
 ): Promise<ReapLeaksProgress> {
-  serializeProgress ??= loadAllocnetProto().allocnet.v1.OperatorService.service.ReapLeaks
-    .responseSerialize as (message: ReapLeaksProgress) => Buffer;
+  const serialize = progressSerializer();
   function* parts(): Generator<ReapLeaksProgress> {
     for (let i = 0; i === 0 || i < reaped.length; i += LEAKS_PER_PART) {
       const slice = reaped.slice(i, i + LEAKS_PER_PART).map(leakMessage);
@@ -43,7 +50,23 @@ async function slicedSummary(
     }
   }
   // The pre-encoded bytes stand for the message: call.ts's serializer writes them as they are.
-  return (await encodeInSlices(serializeProgress, parts())) as unknown as ReapLeaksProgress;
+  return (await encodeInSlices(serialize, parts())) as unknown as ReapLeaksProgress;
+}
+
+/**
+ * The ReapLeaks stream's encoding run once over `leaks` and thrown away: a step per leak and the
+ * sliced summary, as a reap of them writes (with the configurator's `warmReap`, compose.ts).
+ */
+export async function warmReapEncoding(leaks: readonly Leak[]): Promise<void> {
+  const serialize = progressSerializer();
+  const pause = createPause();
+  for (const [i, leak] of leaks.entries()) {
+    serialize({ step: { done: i + 1, total: leaks.length, allocId: leak.allocId } });
+    const turn = pause();
+    if (turn !== undefined) await turn;
+  }
+  const none = { rules: [], chains: [], reservations: [], cacheFiles: [] };
+  await slicedSummary({ orphans: hostStateMessage(none), failed: [], namespaces: [] }, leaks);
 }
 
 /**

@@ -25,17 +25,28 @@
 // kernel's part runs on a worker thread (iptables-node's netlink.ts).
 import { createPause, logInfo, runSliced } from '@allocnet/base';
 import type { Sliceable } from '@allocnet/base';
+import { createSaveStream } from '@allocnet/iptables-node';
 import type { CallOptions } from '@allocnet/iptables-node';
 import { callOf } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { invalidField, messageOf } from './errors.js';
+import type { NetworkFacts } from './facts.js';
 import { linesNotAbout, tagOf } from './marks.js';
 import { EMPTY_PLAN, EMPTY_STATE, describePlan, groupPlan, joinPlans } from './plan.js';
 import type { Plan } from './plan.js';
 import { planSteps, stepAt, tagsIn } from './planner.js';
 import type { Scan } from './planner.js';
 import { scan, sweep } from './sweep.js';
-import type { HostState, Leak, LeakReport, LeakSweeper, ReapFence, ReapProgress } from './types.js';
+import type {
+  CniConfigurator,
+  HostState,
+  Leak,
+  LeakReport,
+  LeakSweeper,
+  ReapFence,
+  ReapProgress,
+} from './types.js';
+import { syntheticLeakSave, warmAllocId } from './warm.js';
 
 /** Ids outside `known` that something in a managed network is tagged or filed under. */
 function* leakedIds(
@@ -128,9 +139,79 @@ async function orphansTurn(
   }
 }
 
+/**
+ * A scan's leaks: everything tagged with an id outside `alive` in a managed network, planned for
+ * removal and split by owner (the orphans under `undefined`).
+ */
+async function planScan(
+  found: Scan,
+  managed: readonly NetworkFacts[],
+  alive: ReadonlySet<string>,
+  pause: () => Promise<void> | undefined,
+) {
+  // Networks the CNI cache names that are no longer configured are still ours to clean.
+  const names = new Set([
+    ...managed.map((f) => f.name),
+    ...found.cache.flatMap((c) => (c.network === undefined ? [] : [c.network])),
+  ]);
+  const ids = await runSliced(leakedIds(found, names, alive), pause);
+  const planned = await runSliced(
+    planSteps(found, {
+      allocIds: ids,
+      networks: [...names],
+      addresses: [],
+      orphansOf: managed,
+      known: alive,
+    }),
+    pause,
+  );
+  await pause();
+  return { ids: [...ids].sort(), groups: groupPlan(planned) };
+}
+
+/** The leak report of a plan: each leaked id's part, and the orphans. */
+async function reportOf(
+  planned: Awaited<ReturnType<typeof planScan>>,
+  pause: () => Promise<void> | undefined,
+): Promise<LeakReport> {
+  const orphans = planned.groups.get(undefined);
+  const leaks: Leak[] = [];
+  for (const id of planned.ids) {
+    await pause();
+    leaks.push(leakOf(id, planned.groups.get(id)));
+  }
+  return { leaks, orphans: orphans === undefined ? EMPTY_STATE : describePlan(orphans) };
+}
+
+/**
+ * The reap's parse, plan and report over `allocations` made-up leaks of the first managed network
+ * with an IPv4 subnet (warm.ts), in slices; nothing is read or changed. Resolves their report
+ * (none when no network has an IPv4 subnet).
+ */
+async function warmReap(ctx: ConfiguratorContext, allocations: number): Promise<LeakReport> {
+  const pause = createPause();
+  const managed = ctx.managedFacts(await ctx.catalog.current());
+  let text: string | undefined;
+  for (const facts of managed) text ??= syntheticLeakSave(facts, allocations);
+  if (text === undefined) return { leaks: [], orphans: EMPTY_STATE };
+  // As a reap beside live allocations reads: their lines left out as they come.
+  const names = managed.map((f) => f.name);
+  const stream = createSaveStream(linesNotAbout(new Set([warmAllocId(allocations)]), names), pause);
+  stream.write(Buffer.from(text));
+  const found: Scan = {
+    tables: new Map([
+      ['ipv4', await stream.end(text)],
+      ['ipv6', []],
+    ]),
+    reservations: [],
+    cache: [],
+  };
+  return reportOf(await planScan(found, managed, new Set(), pause), pause);
+}
+
 export function createLeaks(
   ctx: ConfiguratorContext,
-): Pick<LeakSweeper, 'findLeaks' | 'reapLeaks'> {
+): Pick<LeakSweeper, 'findLeaks' | 'reapLeaks'> & Pick<CniConfigurator, 'warmReap'> {
   /**
    * Everything tagged with an id outside `known` and `spared` (read once the scan is done),
    * planned for removal and split by owner.
@@ -162,42 +243,21 @@ export function createLeaks(
           }),
       ...call,
     });
-    // Networks the CNI cache names that are no longer configured are still ours to clean.
-    const names = new Set([
-      ...managed.map((f) => f.name),
-      ...found.cache.flatMap((c) => (c.network === undefined ? [] : [c.network])),
-    ]);
-    const alive = spared.size === 0 ? known : new Set([...known, ...spared]);
-    const ids = await runSliced(leakedIds(found, names, alive), pause);
-    const planned = await runSliced(
-      planSteps(found, {
-        allocIds: ids,
-        networks: [...names],
-        addresses: [],
-        orphansOf: managed,
-        known: alive,
-      }),
+    return planScan(
+      found,
+      managed,
+      spared.size === 0 ? known : new Set([...known, ...spared]),
       pause,
     );
-    await pause();
-    return { ids: [...ids].sort(), groups: groupPlan(planned) };
   }
 
   return {
     async findLeaks(known, opts): Promise<LeakReport> {
       const pause = createPause();
-      const { ids, groups } = await planLeaks(new Set(known), callOf(opts), pause);
-      const orphans = groups.get(undefined);
-      const leaks: Leak[] = [];
-      for (const id of ids) {
-        await pause();
-        leaks.push(leakOf(id, groups.get(id)));
-      }
-      return {
-        leaks,
-        orphans: orphans === undefined ? EMPTY_STATE : describePlan(orphans),
-      };
+      return reportOf(await planLeaks(new Set(known), callOf(opts), pause), pause);
     },
+
+    warmReap: (allocations) => warmReap(ctx, allocations),
 
     async reapLeaks(knownIds, opts) {
       const call = callOf(opts);

@@ -419,6 +419,13 @@ export interface LeakSweeper {
 export interface CniConfigurator extends AllocNetworking, LeakSweeper {
   /** The networks as of the last read of the conf dir. */
   catalog(): NetworkCatalog;
+  /**
+   * Runs a reap's parse, plan and report over `allocations` made-up leaked allocations in the
+   * plugins' full shape, in memory and in slices (warm.ts): nothing is read from the host or
+   * changed. For a process to run that code once before an operator's first reap does; resolves
+   * the made-up leaks' report (empty when no managed network has an IPv4 subnet).
+   */
+  warmReap(allocations: number): Promise<LeakReport>;
   /** Re-reads the conf dir now (between operations: each operation reads the catalog once). */
   reload(): Promise<NetworkCatalog>;
   /** Stops watching the conf dir. */

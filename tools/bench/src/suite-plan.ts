@@ -47,7 +47,7 @@ function planOf(quick: boolean, reapAllocs: string | undefined): SuitePlan {
       nomadAllocs: quick ? 100 : 1000,
       nomadReps: quick ? 1 : 2,
     },
-    reapAgent: { leaks: quick ? 1000 : 5000, live: quick ? 5 : 20, rounds: quick ? 1 : 5 },
+    reapAgent: { leaks: quick ? 1000 : 5000, live: quick ? 5 : 20, rounds: quick ? 1 : 10 },
   };
 }
 

@@ -109,6 +109,8 @@ export interface ReapRun {
 
 /** One round of the reap-agent scenario: a fresh agent's first and warm ReapLeaks, the probe's ms. */
 export interface ReapAgentRound {
+  /** The agent's warm-up of the reap path after its start (its `warmed the reap path` line). */
+  readonly warmUpMs: number;
   readonly firstMs: number;
   readonly warmMs: number;
   /** Each probe call's latency on the quiet agent, during the first reap, during the warm one. */

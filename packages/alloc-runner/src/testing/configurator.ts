@@ -369,6 +369,9 @@ export function createRecordingConfigurator(): RecordingConfigurator {
     async close() {
       await enter({ method: 'close' });
     },
+
+    // The runner never warms the reap (the agent does, compose.ts): nothing to make up here.
+    warmReap: () => Promise.resolve({ leaks: [], orphans: emptyHostState }),
   };
   return fake;
 }
