@@ -160,6 +160,8 @@ export interface Catalog {
   /** The current snapshot; re-reads the conf dir first when it changed since the last read. */
   current(): Promise<CatalogSnapshot>;
   reload(): Promise<CatalogSnapshot>;
+  /** The snapshot of the last read, without reading (synchronous checks: `checkSpec`). */
+  latest(): CatalogSnapshot;
   view(): NetworkCatalog;
   close(): void;
 }
@@ -263,6 +265,7 @@ export async function createCatalog(options: {
       return reading ?? snapshot;
     },
     reload: reread,
+    latest: () => snapshot,
     view() {
       const describe = (n: NetworkConfig, source: string) => ({
         name: n.name,

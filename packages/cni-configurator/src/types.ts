@@ -1,6 +1,7 @@
 import type { FieldPath } from '@allocnet/base';
 import type { CniArgs, CniResult, CniRuntime, Logger } from '@allocnet/cni';
 import type { Family, Iptables } from '@allocnet/iptables-node';
+import type { IpNetnsManager } from '@allocnet/netns';
 
 /** One port of an allocation (Nomad's `AllocatedPortMapping`). */
 export interface AllocPort {
@@ -49,6 +50,21 @@ export interface AllocNetworkSpec {
    * A CNI runtime names it; Nomad's allocations leave it out.
    */
   readonly ifName?: string;
+  /**
+   * Addresses to ask the network's IPAM for (with or without a prefix length): through the `ips`
+   * capability (`runtimeConfig.ips`) of the plugins that declare it, else, in a network that uses
+   * host-local, through `args.cni.ips` of the plugin carrying it. A reclaim's recorded addresses
+   * (`SetupOptions.reclaim`) win over these. host-local refuses one outside its ranges or taken.
+   */
+  readonly ips?: readonly string[];
+  /** A MAC address for the interface, through the `mac` capability (tuning). */
+  readonly mac?: string;
+  /**
+   * `false`: once the ADD succeeded, the default routes (v4, v6) through this interface inside
+   * the namespace are deleted and left out of the recorded result (CHECK validates its routes).
+   * `true` or absent: the routes stay as the plugins made them.
+   */
+  readonly defaultRoute?: boolean;
 }
 
 /** One entry of portmap's `portMappings` capability (camelCase, as portmap reads it). */
@@ -110,8 +126,16 @@ export interface AllocAttachment {
   readonly portMappings: readonly PortMapping[];
   /** Every address the result gave (no prefix length): what the leak audit looks for. */
   readonly addresses: readonly string[];
-  /** The chain's result (absent in records written before it was kept): a CNI runtime's answer. */
+  /**
+   * The chain's result (absent in records written before it was kept): a CNI runtime's answer.
+   * Without the default routes a `defaultRoute: false` setup deleted.
+   */
   readonly result?: CniResult;
+  /**
+   * The `ips` and `mac` capability args the ADD passed (the spec's `ips`, `mac`): CHECK and DEL
+   * get them too, as libcni gives every verb the same runtime config. Absent when none went.
+   */
+  readonly requested?: { readonly ips?: readonly string[]; readonly mac?: string };
 }
 
 export interface SetupOutcome {
@@ -262,6 +286,11 @@ export interface CniConfiguratorOptions {
   readonly defaultNetwork?: DefaultNetworkOptions;
   /** Named networks; none when absent. */
   readonly confDir?: string;
+  /**
+   * Runs what a setup does inside the allocation's namespace besides the plugins (deleting the
+   * default routes of a `defaultRoute: false` attachment). Default `createIpNetnsManager()`.
+   */
+  readonly sandbox?: Pick<IpNetnsManager, 'deleteDefaultRoutes'>;
   /** Watch `confDir` and re-read it before the next operation after a change. Default true. */
   readonly watchConfDir?: boolean;
   /** Drop every port's host IP. Default false. */
@@ -300,6 +329,14 @@ export interface TeardownOptions extends OperationOptions {
    * teardown removes the allocation's holds with the rest.
    */
   readonly keepHolds?: boolean;
+  /**
+   * The teardown is about this one attachment of the allocation (a secondary network): the DEL
+   * from the CNI cache (without an attachment) only for this network and interface, and the
+   * sweeps and the audit only in this network, so that nothing of the allocation's other
+   * networks is touched. `network` as a spec names it (empty: the default network). Absent: the
+   * audit covers every managed network (the primary's teardown, always the last).
+   */
+  readonly only?: { readonly network: string; readonly ifName: string };
 }
 
 /** A recorded address that cannot be held or reclaimed, and why. */
@@ -341,6 +378,12 @@ export interface AllocNetworking {
    * runner's host-port claims. Throws `invalid-argument` when two of its ports claim one host port.
    */
   portMappingsOf(spec: AllocNetworkSpec): readonly RequestedPortMapping[];
+  /**
+   * Checks `spec` against the current catalog, synchronously: `invalid-argument` naming the field
+   * for a bad value (decodeSpec), an unknown network (`network`), addresses or a MAC the network
+   * cannot take (`ips`, `ips[1]`, `mac`). What a setup of it would refuse before any plugin runs.
+   */
+  checkSpec(spec: AllocNetworkSpec): void;
   /**
    * Gives the allocation its network in `netns`: host prerequisites, ADD with retry (a DEL
    * between attempts), then the status and the attachment to keep for CHECK and DEL.
