@@ -33,7 +33,9 @@ export async function createCniConfigurator(
       return ctx.catalog.view();
     },
     portMappingsOf: (spec) => requestedPortMappings(decodeSpec(spec), ctx.ignoreHostIps),
-    checkSpec: (spec) => checkSpec(ctx, spec),
+    checkSpec(spec) {
+      checkSpec(ctx, spec);
+    },
     ...createSetup(ctx),
     ...createCheck(ctx),
     ...createTeardown(ctx),

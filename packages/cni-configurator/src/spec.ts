@@ -143,9 +143,11 @@ function limited<C extends t.Mixed>(codec: C, max: number, what: string) {
     `Limited<${list.name}>`,
     list.is,
     (u, c) =>
-      Array.isArray(u) && u.length > max
-        ? t.failure(u, c, `has ${u.length} ${what}; at most ${max}`)
-        : list.validate(u, c),
+      u !== undefined && !Array.isArray(u)
+        ? t.failure(u, c, `should be a list of ${what}, got ${show(u)}`)
+        : Array.isArray(u) && u.length > max
+          ? t.failure(u, c, `has ${u.length} ${what}; at most ${max}`)
+          : list.validate(u, c),
     list.encode,
   );
 }

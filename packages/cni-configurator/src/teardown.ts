@@ -365,16 +365,7 @@ async function teardown(
     const probed = delError === undefined ? probes.answer() : Promise.resolve(undefined);
     removed = joinStates(
       removedFirst,
-      await audit(
-        ctx,
-        allocId,
-        attachment,
-        delError !== undefined,
-        probed,
-        call,
-        keepHolds,
-        only,
-      ),
+      await audit(ctx, allocId, attachment, delError !== undefined, probed, call, keepHolds, only),
     );
   } catch (error) {
     throw new ConfiguratorError(
