@@ -72,10 +72,10 @@ export function auditProbes(
     // A chain removed beside the DEL is gone: nothing makes it again while this teardown runs.
     const exists = async (chain: string) =>
       !(await nativeRemoved).has(`${family}:${chain}`) && ipt.chainExists('nat', chain, call);
-    probes.push(
-      { after: main, ask: () => exists(chains.masq) },
-      { after: 'portmap', ask: () => exists(chains.dnat) },
-    );
+    // macvlan and ipvlan write no masquerade: only bridge's and ptp's chain is asked for.
+    if (main === 'bridge' || main === 'ptp')
+      probes.push({ after: main, ask: () => exists(chains.masq) });
+    probes.push({ after: 'portmap', ask: () => exists(chains.dnat) });
     if (facts.firewallAdminChain !== undefined) {
       // One read of CNI-FORWARD, shared by concurrent teardowns, begun after this firewall DEL.
       const specs = attachment.addresses
