@@ -169,6 +169,33 @@ describe('checkSpec', () => {
     expect(thrown).toMatchObject({ code, kind: 'invalid', message, field });
   });
 
+  it('leaves the catalog part to the setup while the conf dir is being read again', async () => {
+    await make();
+    await writeFile(
+      join(dir, 'conf', 'late.conflist'),
+      JSON.stringify({ cniVersion: '1.0.0', name: 'late', plugins: [{ type: 'loopback' }] }),
+    );
+    const late = { ...base, network: 'late' };
+    expect(() => {
+      configurator.checkSpec(late);
+    }).toThrow('network "late" is not known (networks: "nomad", "fixed", "storage", "vlan")');
+    const reading = configurator.reload();
+    // A read is under way: the catalog as last read may be out of date; only the decode counts.
+    expect(() => {
+      configurator.checkSpec(late);
+    }).not.toThrow();
+    expect(() => {
+      configurator.checkSpec({ ...late, mac: 'x' });
+    }).toThrow('mac "x" is not a MAC address (six colon-separated pairs of hex digits)');
+    await reading;
+    expect(() => {
+      configurator.checkSpec(late);
+    }).not.toThrow();
+    expect(() => {
+      configurator.checkSpec({ ...base, network: 'nope' });
+    }).toThrow(/^network "nope" is not known/);
+  });
+
   it('refuses the same before a setup runs any plugin', async () => {
     await make();
     await expect(
@@ -286,6 +313,27 @@ describe('setup with defaultRoute: false', () => {
       code: 'setup-failed',
       message: `setting up "${ID}" in network "vlan" failed: deleting its default routes through "net1" failed: nsenter: cannot open /run/netns/a1: No such file or directory`,
     });
+    expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'DEL']);
+  });
+
+  it('says aborted when the signal fired while the routes were being deleted', async () => {
+    const controller = new AbortController();
+    await make({
+      sandbox: {
+        deleteDefaultRoutes() {
+          controller.abort();
+          return Promise.reject(new Error('nsenter … was aborted'));
+        },
+      },
+    });
+    runtime.answerAdd(vlanResult());
+    await expect(
+      configurator.setup(
+        { ...base, network: 'vlan', ifName: 'net1', defaultRoute: false },
+        '/run/netns/a1',
+        { signal: controller.signal },
+      ),
+    ).rejects.toMatchObject({ code: 'aborted', kind: 'aborted' });
     expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'DEL']);
   });
 });

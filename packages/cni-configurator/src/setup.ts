@@ -88,6 +88,7 @@ async function undoAdd(
   addresses: readonly string[],
   why: string,
   attempts: number,
+  code: 'setup-failed' | 'aborted' = 'setup-failed',
 ): Promise<never> {
   const allocId = attachment.containerId;
   try {
@@ -101,7 +102,7 @@ async function undoAdd(
   await sweepAfterFailure(ctx, allocId, network, addresses);
   throw new ConfiguratorError(
     `setting up ${JSON.stringify(allocId)} in network ${JSON.stringify(network.name)} failed: ${why}`,
-    { code: 'setup-failed', allocId, network: network.name, attempts },
+    { code, allocId, network: network.name, attempts },
   );
 }
 
@@ -117,9 +118,15 @@ function networkOf(
   return { network, facts };
 }
 
-/** `checkSpec`: the spec decoded, then checked against the catalog as last read. */
+/**
+ * `checkSpec`: the spec decoded, then checked against the catalog as last read. While the conf
+ * dir is being re-read after a change, the catalog part is left to the setup (which reads the
+ * new catalog): a network just added must not be refused, nor one just removed passed for sure.
+ */
 export function checkSpec(ctx: ConfiguratorContext, spec: AllocNetworkSpec): void {
-  networkOf(ctx, ctx.catalog.latest(), decodeSpec(spec));
+  const valid = decodeSpec(spec);
+  const { snapshot, stale } = ctx.catalog.latest();
+  if (!stale) networkOf(ctx, snapshot, valid);
 }
 
 /** `setup`: the first-setup gates and the host preparer of this configurator, around `addWithRetry`. */
@@ -192,7 +199,8 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
           );
         } catch (error) {
           const why = `deleting its default routes through ${JSON.stringify(recorded.ifName)} failed: ${messageOf(error)}`;
-          return undoAdd(ctx, network, attachment, addresses, why, added.attempts);
+          const code = call.signal?.aborted === true ? 'aborted' : 'setup-failed';
+          return undoAdd(ctx, network, attachment, addresses, why, added.attempts, code);
         }
       }
       const record: AllocAttachment = { ...recorded, addresses, result };
