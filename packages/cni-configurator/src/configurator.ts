@@ -7,7 +7,7 @@ import { createContext } from './context.js';
 import { holdAddresses } from './holds.js';
 import { createLeaks } from './leaks.js';
 import { requestedPortMappings } from './ports.js';
-import { createSetup } from './setup.js';
+import { checkSpec, createSetup } from './setup.js';
 import { decodeSpec } from './spec.js';
 import { createTeardown } from './teardown.js';
 import type { CniConfigurator, CniConfiguratorOptions } from './types.js';
@@ -33,6 +33,9 @@ export async function createCniConfigurator(
       return ctx.catalog.view();
     },
     portMappingsOf: (spec) => requestedPortMappings(decodeSpec(spec), ctx.ignoreHostIps),
+    checkSpec(spec) {
+      checkSpec(ctx, spec);
+    },
     ...createSetup(ctx),
     ...createCheck(ctx),
     ...createTeardown(ctx),

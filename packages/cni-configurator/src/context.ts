@@ -14,6 +14,7 @@ import { setTimeout as wait } from 'node:timers/promises';
 import { parseNetworkConfigText, silentLogger } from '@allocnet/cni';
 import type { Attachment, CniCache, CniRuntime, Logger, NetworkConfig } from '@allocnet/cni';
 import type { Family } from '@allocnet/iptables-node';
+import { createIpNetnsManager } from '@allocnet/netns';
 import { batchedChainReader } from './chain-reader.js';
 import type { ReadChain } from './chain-reader.js';
 import { invalidField } from './errors.js';
@@ -49,6 +50,7 @@ export interface ConfiguratorContext {
   readonly settings: DefaultNetworkSettings;
   readonly ifName: string;
   readonly region: string;
+  readonly sandbox: NonNullable<CniConfiguratorOptions['sandbox']>;
   readonly ignoreHostIps: boolean;
   readonly retry: RetrySettings;
   readonly catalog: Catalog;
@@ -108,6 +110,7 @@ export async function createContext(options: CniConfiguratorOptions): Promise<Co
     logger,
     settings,
     ifName: options.ifName ?? 'eth0',
+    sandbox: options.sandbox ?? createIpNetnsManager(),
     region: options.region ?? 'global',
     ignoreHostIps: options.ignoreHostIps ?? false,
     retry: {
@@ -149,13 +152,16 @@ export function callOf(options: OperationOptions | undefined): { signal?: AbortS
 
 /** The CNI attachment an allocation attachment stands for: ADD, CHECK and DEL get the same one. */
 export function cniAttachment(
-  a: Pick<AllocAttachment, 'allocId' | 'netns' | 'ifName' | 'args' | 'portMappings'>,
+  a: Pick<AllocAttachment, 'allocId' | 'netns' | 'ifName' | 'args' | 'portMappings' | 'requested'>,
 ): Attachment {
   return {
     containerId: a.allocId,
     netns: a.netns,
     ifName: a.ifName,
     args: a.args,
-    capabilityArgs: a.portMappings.length > 0 ? { portMappings: a.portMappings } : {},
+    capabilityArgs: {
+      ...(a.portMappings.length > 0 ? { portMappings: a.portMappings } : {}),
+      ...a.requested,
+    },
   };
 }

@@ -160,6 +160,11 @@ export interface Catalog {
   /** The current snapshot; re-reads the conf dir first when it changed since the last read. */
   current(): Promise<CatalogSnapshot>;
   reload(): Promise<CatalogSnapshot>;
+  /**
+   * The snapshot of the last read, without reading (synchronous checks: `checkSpec`); `stale`
+   * when the watcher saw a change since (a re-read is under way) or a read is running.
+   */
+  latest(): { readonly snapshot: CatalogSnapshot; readonly stale: boolean };
   view(): NetworkCatalog;
   close(): void;
 }
@@ -237,6 +242,13 @@ export async function createCatalog(options: {
       try {
         watcher = watch(confDir, { persistent: false }, () => {
           dirty = true;
+          // Read it now, so that `latest()` is soon fresh again; operations share this read.
+          reread().catch((error: unknown) => {
+            logger.warn('cni conf dir cannot be read after a change', {
+              confDir,
+              error: messageOf(error),
+            });
+          });
         });
         watcher.on('error', (error) => {
           // The directory went away or cannot be watched: read it before every operation instead.
@@ -263,6 +275,7 @@ export async function createCatalog(options: {
       return reading ?? snapshot;
     },
     reload: reread,
+    latest: () => ({ snapshot, stale: dirty || reading !== undefined }),
     view() {
       const describe = (n: NetworkConfig, source: string) => ({
         name: n.name,

@@ -10,17 +10,23 @@ import type { AllocAttachment } from './types.js';
 
 /**
  * Plugins whose marks on the node are all known (docs/cni.md, "What the plugins leave"): tagged
- * masquerade and DNAT chains, untagged firewall accept rules, host-local files; or nothing at all.
+ * masquerade and DNAT chains, untagged firewall accept rules, host-local files; or nothing at all
+ * (macvlan and ipvlan: a link inside the namespace, and their IPAM's files).
  */
 const KNOWN_MARKS = new Set([
   'loopback',
   'bridge',
   'ptp',
+  'macvlan',
+  'ipvlan',
   'firewall',
   'portmap',
   'tuning',
   'bandwidth',
 ]);
+
+/** The plugins that carry the IPAM (and, bridge and ptp, write the masquerade). */
+const MAIN_TYPES = new Set(['bridge', 'ptp', 'macvlan', 'ipvlan']);
 
 /** One of the audit's cheap questions: true when something may be left. */
 interface Probe {
@@ -56,7 +62,7 @@ export function auditProbes(
   const chains = allocChains(network.name, attachment.allocId);
   // The masquerade chain and the reservation are the main plugin's (bridge or ptp, with its
   // IPAM): asked once it exited, while the plugins before it in the chain (loopback) still run.
-  const main = network.plugins.find((p) => p.type === 'bridge' || p.type === 'ptp')?.type;
+  const main = network.plugins.find((p) => MAIN_TYPES.has(p.type))?.type;
   const probes: Probe[] = [];
   const families = new Set(
     attachment.addresses.map(familyOf).filter((f): f is Family => f !== undefined),
@@ -66,10 +72,10 @@ export function auditProbes(
     // A chain removed beside the DEL is gone: nothing makes it again while this teardown runs.
     const exists = async (chain: string) =>
       !(await nativeRemoved).has(`${family}:${chain}`) && ipt.chainExists('nat', chain, call);
-    probes.push(
-      { after: main, ask: () => exists(chains.masq) },
-      { after: 'portmap', ask: () => exists(chains.dnat) },
-    );
+    // macvlan and ipvlan write no masquerade: only bridge's and ptp's chain is asked for.
+    if (main === 'bridge' || main === 'ptp')
+      probes.push({ after: main, ask: () => exists(chains.masq) });
+    probes.push({ after: 'portmap', ask: () => exists(chains.dnat) });
     if (facts.firewallAdminChain !== undefined) {
       // One read of CNI-FORWARD, shared by concurrent teardowns, begun after this firewall DEL.
       const specs = attachment.addresses

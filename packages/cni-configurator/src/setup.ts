@@ -29,10 +29,13 @@ import { reclaimAdd } from './holds.js';
 import type { Reclaim } from './holds.js';
 import { createHostPreparer } from './host.js';
 import { resolveNetwork } from './networks.js';
+import type { CatalogSnapshot } from './networks.js';
 import { portMappings } from './ports.js';
+import { checkRequests, requestsOf } from './requests.js';
+import { dropDefaultRoutes } from './routes.js';
 import { decodeSpec } from './spec.js';
 import { sweepAfterFailure } from './teardown.js';
-import type { AllocAttachment, CniConfigurator } from './types.js';
+import type { AllocAttachment, AllocNetworkSpec, CniConfigurator } from './types.js';
 
 /** The ADD with retry in the room of the network's host-local directory, if it has one. */
 async function addInRoom(
@@ -74,9 +77,61 @@ function gateKeys(facts: NetworkFacts, hasPorts: boolean): string[] {
   return keys;
 }
 
+/**
+ * After an ADD that succeeded but whose setup cannot end well (no address in the result, or the
+ * default routes could not be deleted): DEL, then the sweep after a failure, then the error.
+ */
+async function undoAdd(
+  ctx: ConfiguratorContext,
+  network: NetworkConfig,
+  attachment: Attachment,
+  addresses: readonly string[],
+  why: string,
+  attempts: number,
+  code: 'setup-failed' | 'aborted' = 'setup-failed',
+): Promise<never> {
+  const allocId = attachment.containerId;
+  try {
+    await ctx.runtime.del(network, attachment);
+  } catch (error) {
+    ctx.logger.warn('DEL after a setup that cannot end well failed', {
+      allocId,
+      error: messageOf(error),
+    });
+  }
+  await sweepAfterFailure(ctx, allocId, network, addresses);
+  throw new ConfiguratorError(
+    `setting up ${JSON.stringify(allocId)} in network ${JSON.stringify(network.name)} failed: ${why}`,
+    { code, allocId, network: network.name, attempts },
+  );
+}
+
+/** The current catalog's network of `spec`, and its facts; refuses requests it cannot take. */
+function networkOf(
+  ctx: ConfiguratorContext,
+  snapshot: CatalogSnapshot,
+  spec: AllocNetworkSpec,
+): { network: NetworkConfig; facts: NetworkFacts } {
+  const network = resolveNetwork(snapshot, spec.network);
+  const facts = ctx.factsOf(network);
+  checkRequests(spec, network, facts);
+  return { network, facts };
+}
+
+/**
+ * `checkSpec`: the spec decoded, then checked against the catalog as last read. While the conf
+ * dir is being re-read after a change, the catalog part is left to the setup (which reads the
+ * new catalog): a network just added must not be refused, nor one just removed passed for sure.
+ */
+export function checkSpec(ctx: ConfiguratorContext, spec: AllocNetworkSpec): void {
+  const valid = decodeSpec(spec);
+  const { snapshot, stale } = ctx.catalog.latest();
+  if (!stale) networkOf(ctx, snapshot, valid);
+}
+
 /** `setup`: the first-setup gates and the host preparer of this configurator, around `addWithRetry`. */
 export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'setup'> {
-  const { runtime, logger } = ctx;
+  const { logger } = ctx;
   const gates = createGates();
   const prepareHost = createHostPreparer(ctx);
 
@@ -86,8 +141,9 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
       const netns = checkNetnsPath(netnsInput);
       const call = callOf(opts);
       const snapshot = await ctx.catalog.current();
-      const network = resolveNetwork(snapshot, spec.network);
-      const facts = ctx.factsOf(network);
+      const { network, facts } = networkOf(ctx, snapshot, spec);
+      const reclaiming = opts?.reclaim !== undefined && opts.reclaim.length > 0;
+      const requests = requestsOf(spec, network, reclaiming);
       const mappings = portMappings(spec, ctx.ignoreHostIps);
       // Everything of the record but the addresses, which the result gives.
       const recorded = {
@@ -97,6 +153,7 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
         ifName: spec.ifName ?? ctx.ifName,
         args: cniArgs(spec, ctx.region),
         portMappings: mappings,
+        ...(requests.requested === undefined ? {} : { requested: requests.requested }),
       };
       const attachment = cniAttachment(recorded);
       const reclaim: Reclaim | undefined =
@@ -114,7 +171,7 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
       try {
         added = await gates.run(gateKeys(facts, mappings.length > 0), async () => {
           await prepareHost(facts, network === snapshot.defaultNetwork, call);
-          return addInRoom(ctx, network, facts, attachment, call, reclaim);
+          return addInRoom(ctx, requests.network, facts, attachment, call, reclaim);
         });
       } catch (error) {
         const failed = setupFailure(error, {
@@ -127,28 +184,26 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
         throw failed;
       }
       const addresses = resultAddresses(added.result);
-      const record: AllocAttachment = { ...recorded, addresses, result: added.result };
       const picked = pickAddress(added.result);
-      if (picked === undefined) {
+      if (picked === undefined)
+        return undoAdd(ctx, network, attachment, addresses, NO_ADDRESS, added.attempts);
+      let result = added.result;
+      if (spec.defaultRoute === false) {
         try {
-          await runtime.del(network, attachment);
+          result = await dropDefaultRoutes(
+            ctx,
+            { network: network.name, allocId: spec.allocId, netns },
+            recorded.ifName,
+            result,
+            call,
+          );
         } catch (error) {
-          logger.warn('DEL after a result without an address failed', {
-            allocId: spec.allocId,
-            error: messageOf(error),
-          });
+          const why = `deleting its default routes through ${JSON.stringify(recorded.ifName)} failed: ${messageOf(error)}`;
+          const code = call.signal?.aborted === true ? 'aborted' : 'setup-failed';
+          return undoAdd(ctx, network, attachment, addresses, why, added.attempts, code);
         }
-        await sweepAfterFailure(ctx, spec.allocId, network, addresses);
-        throw new ConfiguratorError(
-          `setting up ${JSON.stringify(spec.allocId)} in network ${JSON.stringify(network.name)} failed: ${NO_ADDRESS}`,
-          {
-            code: 'setup-failed',
-            allocId: spec.allocId,
-            network: network.name,
-            attempts: added.attempts,
-          },
-        );
       }
+      const record: AllocAttachment = { ...recorded, addresses, result };
       logger.debug('allocation network set up', {
         allocId: spec.allocId,
         network: network.name,
@@ -162,7 +217,7 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
           interfaceName: picked.interfaceName,
           address: picked.address,
           addressIpv6: picked.addressIpv6,
-          dns: dnsOf(added.result),
+          dns: dnsOf(result),
           portMappings: mappings,
           attempts: added.attempts,
         },

@@ -56,6 +56,24 @@ const validSpec: fc.Arbitrary<AllocNetworkSpec> = fc.record(
       { maxKeys: 4 },
     ),
     ifName: fc.stringMatching(/^[A-Za-z0-9_.-]{1,15}$/).filter((s) => s !== '.' && s !== '..'),
+    ips: fc.array(
+      fc.oneof(
+        fc.ipV4(),
+        fc.ipV6(),
+        fc.tuple(fc.ipV4(), fc.integer({ min: 0, max: 32 })).map(([a, p]) => `${a}/${p}`),
+        fc.tuple(fc.ipV6(), fc.integer({ min: 0, max: 128 })).map(([a, p]) => `${a}/${p}`),
+      ),
+      { maxLength: 3 },
+    ),
+    mac: fc
+      .tuple(
+        fc.integer({ min: 0, max: 127 }),
+        fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 5, maxLength: 5 }),
+      )
+      .map(([first, rest]) =>
+        [first * 2, ...rest].map((b) => b.toString(16).padStart(2, '0')).join(':'),
+      ),
+    defaultRoute: fc.boolean(),
   },
   { requiredKeys: ['allocId', 'namespace', 'jobId', 'groupName'] },
 );

@@ -16,6 +16,9 @@ describe('decodeSpec', () => {
       ports: [{ label: 'http', value: 8080, to: 80, hostIp: 'fd00::1' }],
       legacyNetworks: [{ reservedPorts: [{ label: 'r', value: 22 }], dynamicPorts: [] }],
       cniArgs: { Foo: 'bar', Empty: '' },
+      ips: ['10.88.0.9', '10.88.0.10/24', 'fd88::9/64'],
+      mac: '02:a2:9c:00:00:01',
+      defaultRoute: false,
     };
     expect(decodeSpec(spec)).toEqual(spec);
   });
@@ -54,6 +57,33 @@ describe('decodeSpec', () => {
       { ...valid, ports: [{ label: 'a', value: 8.5 }] },
     ],
     ['ports[0].label is empty', { ...valid, ports: [{ label: '', value: 80 }] }],
+    [
+      'ips[1] "10.0.0.300" is not an IPv4 or IPv6 address (with or without a prefix length)',
+      { ...valid, ips: ['10.0.0.3', '10.0.0.300'] },
+    ],
+    [
+      'ips[0] "fe80::1%eth0" is not an IPv4 or IPv6 address (with or without a prefix length)',
+      { ...valid, ips: ['fe80::1%eth0'] },
+    ],
+    [
+      'ips[0] "10.0.0.3/33" has a prefix length other than 0 to 32',
+      { ...valid, ips: ['10.0.0.3/33'] },
+    ],
+    [
+      'ips[0] "fd00::3/x" has a prefix length other than 0 to 128',
+      { ...valid, ips: ['fd00::3/x'] },
+    ],
+    ['ips has 17 addresses; at most 16', { ...valid, ips: Array(17).fill('10.0.0.1') }],
+    ['ips should be a list of addresses, got "10.0.0.1"', { ...valid, ips: '10.0.0.1' }],
+    [
+      'mac "02:00:00:00:00" is not a MAC address (six colon-separated pairs of hex digits)',
+      { ...valid, mac: '02:00:00:00:00' },
+    ],
+    [
+      'mac "01:00:5e:00:00:01" is a multicast address; an interface needs a unicast one',
+      { ...valid, mac: '01:00:5e:00:00:01' },
+    ],
+    ['defaultRoute should be boolean, got "no"', { ...valid, defaultRoute: 'no' }],
     [
       'ports[0].hostIp "10.0.0.300" is not an IPv4 or IPv6 address',
       { ...valid, ports: [{ label: 'a', value: 80, hostIp: '10.0.0.300' }] },

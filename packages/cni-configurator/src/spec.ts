@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import * as t from 'io-ts';
 import { show } from '@allocnet/base';
@@ -14,6 +15,8 @@ export const MAX_LABEL_LENGTH = 128;
 /** More is a mistake, not an allocation: 2 entries each in portmap's config. */
 export const MAX_PORTS = 1024;
 export const MAX_CNI_ARGS = 64;
+/** Addresses one attachment may ask for: one per range is what host-local gives. */
+export const MAX_REQUESTED_IPS = 16;
 
 /** Keys the configurator sets itself; a spec cannot give them. */
 export const RESERVED_ARG_KEYS: readonly string[] = [
@@ -64,6 +67,39 @@ const IfName = checkedString(
     `${JSON.stringify(s)} is not an interface name (1 to 15 of [A-Za-z0-9_.-], not "." or "..")`,
 );
 
+/**
+ * An address as the plugins read a requested one (Go's `net.ParseIP`, or `net.ParseCIDR` with a
+ * prefix length): dotted IPv4 or IPv6 text, no zone, an optional `/<prefix>` within the family.
+ */
+export function requestedIpProblem(s: string): string | undefined {
+  const [address = '', prefix, ...rest] = s.split('/');
+  const family = address.includes('%') ? 0 : isIP(address);
+  if (family === 0 || rest.length > 0)
+    return `${JSON.stringify(s)} is not an IPv4 or IPv6 address (with or without a prefix length)`;
+  if (prefix !== undefined) {
+    const max = family === 4 ? 32 : 128;
+    if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max)
+      return `${JSON.stringify(s)} has a prefix length other than 0 to ${max}`;
+  }
+  return undefined;
+}
+
+const RequestedIp = checkedString(
+  'RequestedIp',
+  (s) => requestedIpProblem(s) === undefined,
+  (s) => requestedIpProblem(s) ?? '',
+);
+
+/** A unicast MAC address, six colon-separated pairs of hex digits (an interface takes no other). */
+const Mac = checkedString(
+  'Mac',
+  (s) => /^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$/.test(s) && (parseInt(s.slice(0, 2), 16) & 1) === 0,
+  (s) =>
+    /^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$/.test(s)
+      ? `${JSON.stringify(s)} is a multicast address; an interface needs a unicast one`
+      : `${JSON.stringify(s)} is not a MAC address (six colon-separated pairs of hex digits)`,
+);
+
 const Protocol = t.keyof({ tcp: null, udp: null });
 
 const Label = checkedString(
@@ -107,9 +143,11 @@ function limited<C extends t.Mixed>(codec: C, max: number, what: string) {
     `Limited<${list.name}>`,
     list.is,
     (u, c) =>
-      Array.isArray(u) && u.length > max
-        ? t.failure(u, c, `has ${u.length} ${what}; at most ${max}`)
-        : list.validate(u, c),
+      u !== undefined && !Array.isArray(u)
+        ? t.failure(u, c, `should be a list of ${what}, got ${show(u)}`)
+        : Array.isArray(u) && u.length > max
+          ? t.failure(u, c, `has ${u.length} ${what}; at most ${max}`)
+          : list.validate(u, c),
     list.encode,
   );
 }
@@ -167,6 +205,9 @@ export const AllocNetworkSpecCodec = t.intersection([
     legacyNetworks: limited(LegacyNetwork, 16, 'networks'),
     cniArgs: CniArgsMap,
     ifName: IfName,
+    ips: limited(RequestedIp, MAX_REQUESTED_IPS, 'addresses'),
+    mac: Mac,
+    defaultRoute: t.boolean,
   }),
 ]);
 

@@ -67,7 +67,8 @@ export async function sweepAfterFailure(
     const removed = await sweepSelection(
       ctx,
       { fullIpam: [ctx.factsOf(network)], withCache: true },
-      { allocIds: new Set([allocId]), networks: [network.name], addresses },
+      // Only this network's: the allocation's other attachments (set up before this one) stay.
+      { allocIds: new Set([allocId]), network: network.name, networks: [network.name], addresses },
       {},
     );
     if (!isEmpty(removed))
@@ -88,14 +89,22 @@ export async function sweepAfterFailure(
   }
 }
 
-/** What the CNI runtime cached for an allocation: results and ADD markers, in any network. */
-async function cachedAttachments(ctx: ConfiguratorContext, allocId: string): Promise<CacheEntry[]> {
+/**
+ * What the CNI runtime cached for an allocation: results (on the configurator's interface) and
+ * ADD markers, in any network; with `only`, that network's on that interface alone.
+ */
+async function cachedAttachments(
+  ctx: ConfiguratorContext,
+  allocId: string,
+  only: Only | undefined,
+): Promise<CacheEntry[]> {
   const snapshot = await ctx.catalog.current();
-  const names = ctx.managedFacts(snapshot).map((f) => f.name);
+  const names = only === undefined ? ctx.managedFacts(snapshot).map((f) => f.name) : [only.network];
+  const ifName = only?.ifName ?? ctx.ifName;
   const results = await Promise.all(
     names.map(async (name) => {
       try {
-        return await ctx.cache.readResult(name, allocId, ctx.ifName);
+        return await ctx.cache.readResult(name, allocId, ifName);
       } catch (error) {
         // An entry that cannot be read cannot drive a DEL; the audit removes the file.
         ctx.logger.warn('CNI cache entry cannot be read', {
@@ -108,7 +117,10 @@ async function cachedAttachments(ctx: ConfiguratorContext, allocId: string): Pro
     }),
   );
   const pending = (await ctx.runtime.pendingAdds()).filter(
-    (e) => e.containerId === allocId && !results.some((r) => r?.networkName === e.networkName),
+    (e) =>
+      e.containerId === allocId &&
+      (only === undefined || (e.networkName === only.network && e.ifName === only.ifName)) &&
+      !results.some((r) => r?.networkName === e.networkName),
   );
   return [...results.filter((r): r is CacheEntry => r !== undefined), ...pending];
 }
@@ -126,10 +138,13 @@ async function cachedAttachments(ctx: ConfiguratorContext, allocId: string): Pro
 async function sweepHeldAddresses(
   ctx: ConfiguratorContext,
   allocId: string,
+  only: Only | undefined,
   call: CallOptions,
 ): Promise<HostState> {
   const snapshot = await ctx.catalog.current();
-  const managed = ctx.managedFacts(snapshot);
+  const managed = ctx
+    .managedFacts(snapshot)
+    .filter((f) => only === undefined || f.name === only.network);
   const { removed, error } = await sweep(
     ctx,
     async () => {
@@ -150,7 +165,12 @@ async function sweepHeldAddresses(
       });
       return plan(
         { ...found, reservations: reservations.filter((r) => r.allocId !== allocId) },
-        { allocIds: new Set([allocId]), networks: [], addresses: held },
+        {
+          allocIds: new Set([allocId]),
+          ...(only === undefined ? {} : { network: only.network }),
+          networks: [],
+          addresses: held,
+        },
       );
     },
     call,
@@ -168,10 +188,13 @@ async function audit(
   probed: Promise<boolean | undefined>,
   call: CallOptions,
   keepHolds: boolean,
+  only: Only | undefined,
 ): Promise<HostState> {
   const snapshot = await ctx.catalog.current();
   const own = attachment === undefined ? undefined : ctx.snapshotNetwork(attachment);
-  const managed = ctx.managedFacts(snapshot, own === undefined ? [] : [own]);
+  const managed = ctx
+    .managedFacts(snapshot, own === undefined ? [] : [own])
+    .filter((f) => only === undefined || f.name === only.network);
   const ownFacts = own === undefined ? undefined : ctx.factsOf(own);
   const fast = ownFacts !== undefined && !delFailed;
   if (fast && (await probed) === false) return EMPTY_STATE;
@@ -191,9 +214,42 @@ async function audit(
       ...(fast ? { lines: linesAbout(allocId, names, addresses) } : {}),
       ...call,
     },
-    { allocIds: new Set([allocId]), networks: names, addresses },
+    {
+      allocIds: new Set([allocId]),
+      ...(only === undefined ? {} : { network: only.network }),
+      networks: names,
+      addresses,
+    },
     call,
   );
+}
+
+/** A teardown's `only`, its network named as the catalog and the tags name it. */
+type Only = { readonly network: string; readonly ifName: string };
+
+/**
+ * `TeardownOptions.only` with the default network's name for an empty one; checked against the
+ * attachment when there is one (`invalid-argument` naming `only.network` or `only.ifName`).
+ */
+async function onlyOf(
+  ctx: ConfiguratorContext,
+  only: TeardownOptions['only'],
+  attachment: AllocAttachment | undefined,
+): Promise<Only | undefined> {
+  if (only === undefined) return undefined;
+  const network =
+    only.network === '' ? (await ctx.catalog.current()).defaultNetwork.name : only.network;
+  if (attachment !== undefined && attachment.network.name !== network)
+    throw invalidField(
+      ['only', 'network'],
+      `is ${JSON.stringify(network)}, not the attachment's network ${JSON.stringify(attachment.network.name)}`,
+    );
+  if (attachment !== undefined && attachment.ifName !== only.ifName)
+    throw invalidField(
+      ['only', 'ifName'],
+      `is ${JSON.stringify(only.ifName)}, not the attachment's interface ${JSON.stringify(attachment.ifName)}`,
+    );
+  return { network, ifName: only.ifName };
 }
 
 /** What the DEL part of a teardown did, for the audit after it. */
@@ -216,11 +272,12 @@ interface DelOutcome {
 async function delFromCache(
   ctx: ConfiguratorContext,
   allocId: string,
+  only: Only | undefined,
   call: CallOptions,
 ): Promise<DelOutcome> {
   let removedFirst: HostState;
   try {
-    removedFirst = await sweepHeldAddresses(ctx, allocId, call);
+    removedFirst = await sweepHeldAddresses(ctx, allocId, only, call);
   } catch (error) {
     throw new ConfiguratorError(
       `tearing down ${JSON.stringify(allocId)}: the firewall rules of its reserved addresses could not be removed: ${messageOf(error)}`,
@@ -229,7 +286,7 @@ async function delFromCache(
   }
   let delRan = false;
   let delError: string | undefined;
-  for (const entry of await cachedAttachments(ctx, allocId)) {
+  for (const entry of await cachedAttachments(ctx, allocId, only)) {
     delRan = true;
     try {
       await ctx.runtime.undoPendingAdd(entry, call);
@@ -296,9 +353,10 @@ async function teardown(
   const allocId = checkAllocId(allocIdInput);
   const call = callOf(opts);
   const keepHolds = opts?.keepHolds === true && attachment !== undefined;
+  const only = await onlyOf(ctx, opts?.only, attachment);
   const { delRan, delError, removedFirst, probes, nativeRemoved } =
     attachment === undefined
-      ? await delFromCache(ctx, allocId, call)
+      ? await delFromCache(ctx, allocId, only, call)
       : await delAttachment(ctx, allocId, attachment, call, keepHolds);
   // The audit reads what is left only once those chains' restore is done.
   await nativeRemoved;
@@ -307,7 +365,7 @@ async function teardown(
     const probed = delError === undefined ? probes.answer() : Promise.resolve(undefined);
     removed = joinStates(
       removedFirst,
-      await audit(ctx, allocId, attachment, delError !== undefined, probed, call, keepHolds),
+      await audit(ctx, allocId, attachment, delError !== undefined, probed, call, keepHolds, only),
     );
   } catch (error) {
     throw new ConfiguratorError(

@@ -1,6 +1,28 @@
 import type { FieldPath } from '@allocnet/base';
 import type { CniArgs, CniResult, CniRuntime, Logger } from '@allocnet/cni';
 import type { Family, Iptables } from '@allocnet/iptables-node';
+import type { IpNetnsManager } from '@allocnet/netns';
+import type {
+  CleanupReport,
+  HostState,
+  LeakReport,
+  ReapFence,
+  ReapProgress,
+  ReapReport,
+} from './host-state.js';
+
+export type {
+  CleanupReport,
+  FoundChain,
+  FoundReservation,
+  FoundRule,
+  HostState,
+  Leak,
+  LeakReport,
+  ReapFence,
+  ReapProgress,
+  ReapReport,
+} from './host-state.js';
 
 /** One port of an allocation (Nomad's `AllocatedPortMapping`). */
 export interface AllocPort {
@@ -49,6 +71,21 @@ export interface AllocNetworkSpec {
    * A CNI runtime names it; Nomad's allocations leave it out.
    */
   readonly ifName?: string;
+  /**
+   * Addresses to ask the network's IPAM for (with or without a prefix length): through the `ips`
+   * capability (`runtimeConfig.ips`) of the plugins that declare it, else, in a network that uses
+   * host-local, through `args.cni.ips` of the plugin carrying it. A reclaim's recorded addresses
+   * (`SetupOptions.reclaim`) win over these. host-local refuses one outside its ranges or taken.
+   */
+  readonly ips?: readonly string[];
+  /** A MAC address for the interface, through the `mac` capability (tuning). */
+  readonly mac?: string;
+  /**
+   * `false`: once the ADD succeeded, the default routes (v4, v6) through this interface inside
+   * the namespace are deleted and left out of the recorded result (CHECK validates its routes).
+   * `true` or absent: the routes stay as the plugins made them.
+   */
+  readonly defaultRoute?: boolean;
 }
 
 /** One entry of portmap's `portMappings` capability (camelCase, as portmap reads it). */
@@ -110,54 +147,21 @@ export interface AllocAttachment {
   readonly portMappings: readonly PortMapping[];
   /** Every address the result gave (no prefix length): what the leak audit looks for. */
   readonly addresses: readonly string[];
-  /** The chain's result (absent in records written before it was kept): a CNI runtime's answer. */
+  /**
+   * The chain's result (absent in records written before it was kept): a CNI runtime's answer.
+   * Without the default routes a `defaultRoute: false` setup deleted.
+   */
   readonly result?: CniResult;
+  /**
+   * The `ips` and `mac` capability args the ADD passed (the spec's `ips`, `mac`): CHECK and DEL
+   * get them too, as libcni gives every verb the same runtime config. Absent when none went.
+   */
+  readonly requested?: { readonly ips?: readonly string[]; readonly mac?: string };
 }
 
 export interface SetupOutcome {
   readonly status: AllocNetworkStatus;
   readonly attachment: AllocAttachment;
-}
-
-/** One iptables rule as found, in iptables-save form (`-A CHAIN …`). */
-export interface FoundRule {
-  readonly family: Family;
-  readonly table: string;
-  readonly chain: string;
-  /** `-A <chain> <spec>` with iptables-save quoting. */
-  readonly line: string;
-}
-
-export interface FoundChain {
-  readonly family: Family;
-  readonly table: string;
-  readonly chain: string;
-}
-
-/** A host-local reservation file. */
-export interface FoundReservation {
-  readonly network: string;
-  readonly address: string;
-  readonly path: string;
-  readonly allocId: string;
-  /** allocnet's own hold (ipam.ts), not host-local's reservation. */
-  readonly hold: boolean;
-}
-
-/** State tagged with an allocation (or, for `orphans`, with no one). */
-export interface HostState {
-  readonly rules: readonly FoundRule[];
-  readonly chains: readonly FoundChain[];
-  readonly reservations: readonly FoundReservation[];
-  /** libcni cache files (results and ADD markers). */
-  readonly cacheFiles: readonly string[];
-}
-
-export interface CleanupReport {
-  readonly allocId: string;
-  readonly dryRun: boolean;
-  /** What was removed, or with `dryRun`, what would be. */
-  readonly removed: HostState;
 }
 
 export interface TeardownReport {
@@ -168,35 +172,6 @@ export interface TeardownReport {
   readonly delRan: boolean;
   /** What the audit found after the DEL and removed. Empty when the DEL left nothing. */
   readonly removed: HostState;
-}
-
-/** One allocation id with state on this host, outside the known set. */
-export interface Leak {
-  readonly allocId: string;
-  readonly networks: readonly string[];
-  readonly state: HostState;
-}
-
-export interface LeakReport {
-  readonly leaks: readonly Leak[];
-  /**
-   * State that belongs to no allocation: firewall accept rules for addresses of a managed network
-   * that no reservation holds, CNI chains nothing jumps to.
-   */
-  readonly orphans: HostState;
-}
-
-export interface ReapProgress {
-  readonly done: number;
-  readonly total: number;
-  readonly allocId: string | undefined;
-}
-
-export interface ReapReport {
-  readonly reaped: readonly Leak[];
-  readonly orphans: HostState;
-  /** Allocation ids whose state could not be removed, with the reason. */
-  readonly failed: readonly { readonly allocId: string; readonly error: string }[];
 }
 
 /** The embedded default bridge network (Nomad's). */
@@ -262,6 +237,11 @@ export interface CniConfiguratorOptions {
   readonly defaultNetwork?: DefaultNetworkOptions;
   /** Named networks; none when absent. */
   readonly confDir?: string;
+  /**
+   * Runs what a setup does inside the allocation's namespace besides the plugins (deleting the
+   * default routes of a `defaultRoute: false` attachment). Default `createIpNetnsManager()`.
+   */
+  readonly sandbox?: Pick<IpNetnsManager, 'deleteDefaultRoutes'>;
   /** Watch `confDir` and re-read it before the next operation after a change. Default true. */
   readonly watchConfDir?: boolean;
   /** Drop every port's host IP. Default false. */
@@ -300,6 +280,14 @@ export interface TeardownOptions extends OperationOptions {
    * teardown removes the allocation's holds with the rest.
    */
   readonly keepHolds?: boolean;
+  /**
+   * The teardown is about this one attachment of the allocation (a secondary network): the DEL
+   * from the CNI cache (without an attachment) only for this network and interface, and the
+   * sweeps and the audit only in this network, so that nothing of the allocation's other
+   * networks is touched. `network` as a spec names it (empty: the default network). Absent: the
+   * audit covers every managed network (the primary's teardown, always the last).
+   */
+  readonly only?: { readonly network: string; readonly ifName: string };
 }
 
 /** A recorded address that cannot be held or reclaimed, and why. */
@@ -342,6 +330,12 @@ export interface AllocNetworking {
    */
   portMappingsOf(spec: AllocNetworkSpec): readonly RequestedPortMapping[];
   /**
+   * Checks `spec` against the current catalog, synchronously: `invalid-argument` naming the field
+   * for a bad value (decodeSpec), an unknown network (`network`), addresses or a MAC the network
+   * cannot take (`ips`, `ips[1]`, `mac`). What a setup of it would refuse before any plugin runs.
+   */
+  checkSpec(spec: AllocNetworkSpec): void;
+  /**
    * Gives the allocation its network in `netns`: host prerequisites, ADD with retry (a DEL
    * between attempts), then the status and the attachment to keep for CHECK and DEL.
    */
@@ -369,30 +363,6 @@ export interface AllocNetworking {
     attachments: readonly AllocAttachment[],
     options?: OperationOptions,
   ): Promise<HoldReport>;
-}
-
-/**
- * How a reap keeps clear of the operations that run while it does (the runner's reap guard gives
- * one; without one, nothing is spared and nothing waits). A reap scans, plans, then removes batch
- * by batch, and asks the fence at two points:
- * - when it has planned, it `take`s the leaked ids it means to remove: those already `spared`
- *   stay; from then on an operation on a taken id waits until the reap calls `done` for its batch;
- * - before the orphans (state no id can be read from), `takeOrphans`: undefined when an
- *   operation ran during the reap (the orphans stay for the next pass), else the reap holds every
- *   operation until it calls the release it is given.
- */
-export interface ReapFence {
-  /**
-   * Ids outside `known` with an operation begun during the reap: alive, their state (old or new)
-   * never removed by it. Live: it grows while the reap runs; read it when planning.
-   */
-  readonly spared: ReadonlySet<string>;
-  /** Takes planned ids for removal: resolves those not spared, which are the reap's from now. */
-  take(allocIds: readonly string[]): readonly string[];
-  /** The taken ids' batch is done (removed, or failed): operations on them may go on. */
-  done(allocIds: readonly string[]): void;
-  /** The orphans' turn: its release, or undefined when they are to stay for the next pass. */
-  takeOrphans(): (() => void) | undefined;
 }
 
 /** State on the host that no live allocation accounts for: what reconcilers and operators clean. */

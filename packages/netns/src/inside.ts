@@ -3,16 +3,18 @@
 import type { NetnsCommands } from './commands.js';
 import { NetnsError, messageOf } from './errors.js';
 import { checkNetnsName, parseLinkNames, parsePids } from './names.js';
+import { absolutePathProblem } from './paths.js';
 import type { IpNetnsManager } from './types.js';
 
 export type Kill = (pid: number, signal: NodeJS.Signals) => void;
 
 export function insideOps(
   commands: NetnsCommands,
-  ip: string,
+  paths: { readonly ip: string; readonly nsenter: string },
   kill: Kill,
-): Pick<IpNetnsManager, 'pids' | 'killAll' | 'links' | 'deleteLink'> {
+): Pick<IpNetnsManager, 'pids' | 'killAll' | 'links' | 'deleteLink' | 'deleteDefaultRoutes'> {
   const { run, must, failed } = commands;
+  const { ip, nsenter } = paths;
 
   async function pids(name: string, opts: { signal?: AbortSignal } = {}): Promise<number[]> {
     return parsePids(await must(ip, ['netns', 'pids', checkNetnsName(name)], opts.signal));
@@ -55,6 +57,23 @@ export function insideOps(
       // deleted meanwhile): RTNETLINK's ENODEV.
       if (/Cannot find device|No such device/.test(r.outcome.stderr)) return false;
       throw failed(r.outcome);
+    },
+
+    async deleteDefaultRoutes(path, link, opts = {}) {
+      const problem = absolutePathProblem(path);
+      if (problem !== undefined)
+        throw new NetnsError(`namespace path ${JSON.stringify(path)} ${problem}`, {
+          code: 'invalid-name',
+        });
+      // By path (a runtime's namespace need not be under /run/netns): nsenter, not `ip -n`.
+      // `flush exact default` removes every default route of the main table through the link,
+      // whatever its gateway or metric, and exits 0 when there is none.
+      for (const family of ['-4', '-6'])
+        await must(
+          nsenter,
+          [`--net=${path}`, '--', ip, family, 'route', 'flush', 'exact', 'default', 'dev', link],
+          opts.signal,
+        );
     },
   };
 }

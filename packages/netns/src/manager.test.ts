@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { CommandExec, CommandSpec, RunResult } from '@allocnet/spawn';
 import { isNetnsError } from './errors.js';
 import { createIpNetnsManager } from './manager.js';
+import { absolutePathProblem } from './paths.js';
 import type { IpNetnsManagerOptions } from './manager.js';
 
 const ok = (stdout = ''): RunResult => ({ kind: 'exited', exitCode: 0, stdout, stderr: '' });
@@ -267,6 +268,30 @@ describe('links, deleteLink', () => {
       'ip -n n link del veth3',
       'ip -n n link del lo',
     ]);
+  });
+});
+
+describe('deleteDefaultRoutes', () => {
+  it('flushes the default routes of both families through the link, by namespace path', async () => {
+    const { fake, netns } = manager([ok(), ok()]);
+    await netns.deleteDefaultRoutes('/proc/42/ns/net', 'net1');
+    expect(fake.argv()).toEqual([
+      'nsenter --net=/proc/42/ns/net -- ip -4 route flush exact default dev net1',
+      'nsenter --net=/proc/42/ns/net -- ip -6 route flush exact default dev net1',
+    ]);
+  });
+
+  it('says what ip said, and refuses a path that is not clean and absolute', async () => {
+    const { fake, netns } = manager([exit(1, 'Cannot find device "net1"')]);
+    expect((await failure(netns.deleteDefaultRoutes('/run/netns/a', 'net1'))).message).toBe(
+      'nsenter --net=/run/netns/a -- ip -4 route flush exact default dev net1 failed (exit status 1): Cannot find device "net1"',
+    );
+    const bad = await failure(netns.deleteDefaultRoutes('run/netns/a', 'net1'));
+    expect([bad.code, bad.message]).toEqual([
+      'invalid-name',
+      `namespace path "run/netns/a" ${absolutePathProblem('run/netns/a') ?? ''}`,
+    ]);
+    expect(fake.calls).toHaveLength(1);
   });
 });
 

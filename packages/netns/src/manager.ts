@@ -53,6 +53,6 @@ export function createIpNetnsManager(options: IpNetnsManagerOptions = {}): IpNet
   return {
     ...namespaces,
     createNode: nodeSetUp(commands, namespaces, { ip, nsenter }),
-    ...insideOps(commands, ip, kill),
+    ...insideOps(commands, { ip, nsenter }, kill),
   };
 }

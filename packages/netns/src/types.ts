@@ -45,4 +45,10 @@ export interface IpNetnsManager extends NetnsManager {
   links(name: string, options?: CallOptions): Promise<string[]>;
   /** Deletes a link inside (a veth's peer goes with it); false when it was not there. */
   deleteLink(name: string, link: string, options?: CallOptions): Promise<boolean>;
+  /**
+   * Deletes every default route (IPv4 and IPv6, main table) through `link` inside the namespace
+   * at `path` (any namespace file: `/run/netns/<name>`, a runtime's `/proc/<pid>/ns/net`): what a
+   * secondary network's plugins added that the allocation is not to route by. None is no error.
+   */
+  deleteDefaultRoutes(path: string, link: string, options?: CallOptions): Promise<void>;
 }
