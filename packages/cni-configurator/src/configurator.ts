@@ -5,6 +5,7 @@
 import { createCheck } from './check.js';
 import { createContext } from './context.js';
 import { holdAddresses } from './holds.js';
+import { ConfiguratorError } from './errors.js';
 import { createLeaks } from './leaks.js';
 import { requestedPortMappings } from './ports.js';
 import { createSetup } from './setup.js';
@@ -33,6 +34,21 @@ export async function createCniConfigurator(
       return ctx.catalog.view();
     },
     portMappingsOf: (spec) => requestedPortMappings(decodeSpec(spec), ctx.ignoreHostIps),
+    checkSpec(spec) {
+      // The minimal check (the spec's decode, its network in the current catalog); the `ips` and
+      // `mac` rules come with their support.
+      const valid = decodeSpec(spec);
+      const known = ctx.catalog.view().networks.map((n) => n.name);
+      if (valid.network === undefined || valid.network === '' || known.includes(valid.network))
+        return;
+      const problem = `${JSON.stringify(valid.network)} is not known (networks: ${known.map((n) => JSON.stringify(n)).join(', ')})`;
+      throw new ConfiguratorError(`network ${problem}`, {
+        code: 'network-not-found',
+        path: ['network'],
+        problem: [problem],
+        network: valid.network,
+      });
+    },
     ...createSetup(ctx),
     ...createCheck(ctx),
     ...createTeardown(ctx),

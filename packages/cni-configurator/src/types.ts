@@ -49,6 +49,19 @@ export interface AllocNetworkSpec {
    * A CNI runtime names it; Nomad's allocations leave it out.
    */
   readonly ifName?: string;
+  /**
+   * Addresses (with or without a prefix length) asked for through the CNI `ips` capability of the
+   * network's plugins that declare it (`runtimeConfig.ips`); where none does but the network uses
+   * host-local, through `args.cni.ips` in host-local's conf. Otherwise `invalid-argument` (`ips`).
+   */
+  readonly ips?: readonly string[];
+  /** A MAC address asked for through the `mac` capability (tuning); none declares it: `invalid-argument` (`mac`). */
+  readonly mac?: string;
+  /**
+   * `false`: after the ADD the default routes (v4 and v6) via this interface inside the namespace
+   * are deleted, and removed from the recorded result. `true` or absent: as the plugins made them.
+   */
+  readonly defaultRoute?: boolean;
 }
 
 /** One entry of portmap's `portMappings` capability (camelCase, as portmap reads it). */
@@ -300,6 +313,12 @@ export interface TeardownOptions extends OperationOptions {
    * teardown removes the allocation's holds with the rest.
    */
   readonly keepHolds?: boolean;
+  /**
+   * The teardown is about this one attachment of the allocation (a secondary network): the DEL
+   * from the CNI cache (when no attachment is given) only for this network and interface, the
+   * sweeps and the audit only in this network. Absent: the audit covers every managed network.
+   */
+  readonly only?: { readonly network: string; readonly ifName: string };
 }
 
 /** A recorded address that cannot be held or reclaimed, and why. */
@@ -335,6 +354,12 @@ export interface NetworkCatalog {
 
 /** One allocation's network: what the runner does for each allocation it runs. */
 export interface AllocNetworking {
+  /**
+   * Checks `spec` against the current catalog, synchronously: throws the configurator's
+   * `invalid-argument` naming the field for an unknown network (`network`), `ips` or `mac` the
+   * network cannot take, a bad `ips` or `mac` value. Runs nothing.
+   */
+  checkSpec(spec: AllocNetworkSpec): void;
   /**
    * The port mappings a setup of `spec` would give portmap (host IPs dropped when the
    * configurator ignores them), each with the field asking for it: pure and synchronous, for the
