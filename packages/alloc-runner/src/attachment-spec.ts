@@ -83,26 +83,42 @@ function routeCarrier(attachments: readonly AttachmentSpec[]): number {
 export function specsOf(spec: SpecBase): AllocNetworkSpec[] {
   const attachments = spec.attachments ?? [];
   const carrier = routeCarrier(attachments);
-  return attachments.map((a, k) => {
-    const ports = k === 0 && !nonEmpty(a.ports) ? spec.ports : a.ports;
-    const args = { ...(spec.cniArgs ?? {}), ...(a.cniArgs ?? {}) };
-    const route = k === carrier ? (a.defaultRoute === true ? true : undefined) : false;
-    return {
-      allocId: spec.allocId,
-      ...(spec.region === undefined ? {} : { region: spec.region }),
-      namespace: spec.namespace,
-      jobId: spec.jobId,
-      groupName: spec.groupName,
-      ...(a.network === undefined || a.network === '' ? {} : { network: a.network }),
+  return attachments.map((a, k) =>
+    attachmentSpecOf(spec, a, {
       ifName: ifNameAt(k, a.ifName),
-      ...(nonEmpty(ports) ? { ports } : {}),
-      ...(k === 0 && nonEmpty(spec.legacyNetworks) ? { legacyNetworks: spec.legacyNetworks } : {}),
-      ...(Object.keys(args).length > 0 ? { cniArgs: args } : {}),
-      ...(nonEmpty(a.ips) ? { ips: a.ips } : {}),
-      ...(a.mac === undefined || a.mac === '' ? {} : { mac: a.mac }),
-      ...(route === undefined ? {} : { defaultRoute: route }),
-    };
-  });
+      first: k === 0,
+      route: k === carrier ? (a.defaultRoute === true ? true : undefined) : false,
+    }),
+  );
+}
+
+/**
+ * The configurator spec of one attachment `a` of the allocation `spec`: on interface `ifName`;
+ * the spec's ports and legacy networks when it is the `first` and has no ports of its own; the
+ * spec's CNI args with its own on top; `route`, its `defaultRoute` (undefined: as the plugins make it).
+ */
+export function attachmentSpecOf(
+  spec: AllocNetworkSpec,
+  a: AttachmentSpec,
+  at: { readonly ifName: string; readonly first: boolean; readonly route: boolean | undefined },
+): AllocNetworkSpec {
+  const ports = at.first && !nonEmpty(a.ports) ? spec.ports : a.ports;
+  const args = { ...(spec.cniArgs ?? {}), ...(a.cniArgs ?? {}) };
+  return {
+    allocId: spec.allocId,
+    ...(spec.region === undefined ? {} : { region: spec.region }),
+    namespace: spec.namespace,
+    jobId: spec.jobId,
+    groupName: spec.groupName,
+    ...(a.network === undefined || a.network === '' ? {} : { network: a.network }),
+    ifName: at.ifName,
+    ...(nonEmpty(ports) ? { ports } : {}),
+    ...(at.first && nonEmpty(spec.legacyNetworks) ? { legacyNetworks: spec.legacyNetworks } : {}),
+    ...(Object.keys(args).length > 0 ? { cniArgs: args } : {}),
+    ...(nonEmpty(a.ips) ? { ips: a.ips } : {}),
+    ...(a.mac === undefined || a.mac === '' ? {} : { mac: a.mac }),
+    ...(at.route === undefined ? {} : { defaultRoute: at.route }),
+  };
 }
 
 /**
@@ -129,6 +145,24 @@ function firstUnknown(value: object, known: ReadonlySet<string>): string | undef
   return Object.keys(value).find((key) => !known.has(key));
 }
 
+/** One attachment's shape, at `at`: an object with known fields of the right types. */
+function checkOne(a: unknown, at: FieldPath, what: string): AttachmentSpec {
+  if (typeof a !== 'object' || a === null || Array.isArray(a))
+    throw invalidInput(what, at, ['should be an object']);
+  const unknown = firstUnknown(a, ATTACHMENT_FIELDS);
+  if (unknown !== undefined) throw invalidInput(what, [...at, unknown], ['is not a known field']);
+  const ports = (a as { ports?: unknown }).ports;
+  for (const [j, port] of (Array.isArray(ports) ? (ports as unknown[]) : []).entries()) {
+    const bad =
+      typeof port === 'object' && port !== null ? firstUnknown(port, PORT_FIELDS) : undefined;
+    if (bad !== undefined)
+      throw invalidInput(what, [...at, 'ports', j, bad], ['is not a known field']);
+  }
+  const own = decode(ownCodec, a);
+  if (!own.ok) throw invalidInput(what, [...at, ...own.problem.path], [own.problem.problem]);
+  return a as AttachmentSpec;
+}
+
 /** The list's shape: a list of objects with known fields of the right types. */
 function checkShape(raw: unknown): readonly AttachmentSpec[] {
   if (!Array.isArray(raw))
@@ -139,23 +173,42 @@ function checkShape(raw: unknown): readonly AttachmentSpec[] {
       ['spec', 'attachments'],
       [`has ${raw.length} attachments; at most ${MAX_ATTACHMENTS}`],
     );
-  for (const [k, a] of (raw as unknown[]).entries()) {
-    const at: FieldPath = ['spec', 'attachments', k];
-    if (typeof a !== 'object' || a === null || Array.isArray(a))
-      throw invalidInput(WHAT, at, ['should be an object']);
-    const unknown = firstUnknown(a, ATTACHMENT_FIELDS);
-    if (unknown !== undefined) throw invalidInput(WHAT, [...at, unknown], ['is not a known field']);
-    const ports = (a as { ports?: unknown }).ports;
-    for (const [j, port] of (Array.isArray(ports) ? (ports as unknown[]) : []).entries()) {
-      const bad =
-        typeof port === 'object' && port !== null ? firstUnknown(port, PORT_FIELDS) : undefined;
-      if (bad !== undefined)
-        throw invalidInput(WHAT, [...at, 'ports', j, bad], ['is not a known field']);
-    }
-    const own = decode(ownCodec, a);
-    if (!own.ok) throw invalidInput(WHAT, [...at, ...own.problem.path], [own.problem.problem]);
+  return (raw as unknown[]).map((a, k) => checkOne(a, ['spec', 'attachments', k], WHAT));
+}
+
+/**
+ * Decodes an attachment an `attach` asks for, to be attachment `k` of the allocation whose spec
+ * (configurator part) is `spec`, on `ifName` when it names none: its configurator spec, with
+ * `defaultRoute: false` (the allocation's default route stays where it is). Errors name
+ * `attachment.<field>`.
+ */
+export function decodeAttachment(
+  spec: AllocNetworkSpec,
+  raw: unknown,
+  ifName: (own: string | undefined) => string,
+): { attachment: AttachmentSpec; spec: ValidAllocSpec } {
+  const what = 'invalid attachment';
+  const attachment = checkOne(raw, ['attachment'], what);
+  if (attachment.defaultRoute === true)
+    throw invalidInput(
+      what,
+      ['attachment', 'defaultRoute'],
+      ['is true, but the allocation has its default route (an attach cannot move it)'],
+    );
+  const one = attachmentSpecOf(spec, attachment, {
+    ifName: ifName(typeof attachment.ifName === 'string' ? attachment.ifName : undefined),
+    first: false,
+    route: false,
+  });
+  if (attachment.ifName !== undefined && typeof attachment.ifName !== 'string')
+    throw invalidInput(what, ['attachment', 'ifName'], ['should be a string']);
+  try {
+    return { attachment, spec: decodeConfiguratorSpec(one) };
+  } catch (error) {
+    const bad = invalidInputOf(error);
+    if (bad === undefined) throw error;
+    throw invalidInput(what, ['attachment', ...bad.path], bad.problem, { cause: error });
   }
-  return raw as readonly AttachmentSpec[];
 }
 
 /** The fields the list form moves off the spec: given there too, they are refused. */

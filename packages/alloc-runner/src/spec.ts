@@ -421,6 +421,13 @@ export function canonicalSpec(spec: RunnerSpec): Record<string, Json> {
   return sortKeys(out) as Record<string, Json>;
 }
 
+/** Whether two configurator specs of an attachment mean the same (by the canonical form). */
+export function sameAttachment(a: AllocNetworkSpec, b: AllocNetworkSpec): boolean {
+  const form = (s: AllocNetworkSpec) =>
+    JSON.stringify(sortKeys({ ...canonicalSpec(s), ...canonicalAttachment(s, 1) }));
+  return form(a) === form(b);
+}
+
 /**
  * An attachment as `canonicalSpec` writes it: its configurator spec's own fields, the interface
  * named, `defaultRoute: true` only on an attachment other than the first that carries it.
