@@ -9,10 +9,10 @@ import { decodeAttachment } from './attachment-spec.js';
 import { admit, attachFailure, networkOf, tearDownSecondary } from './attachments.js';
 import { callOf, logInfo, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';
-import { RunnerError, invalidInput, messageOf } from './errors.js';
+import { RunnerError, invalidInput, invalidInputOf, messageOf } from './errors.js';
 import { attachmentsOf } from './record.js';
 import type { AllocRecord, ExtraAttachment } from './record.js';
-import { sameAttachment } from './spec.js';
+import { sameAttachment } from './canonical.js';
 
 /** What `attach` did: the record after it, and whether the attachment was there already. */
 export interface AttachResult {
@@ -144,7 +144,12 @@ export async function attach(
     first: k,
     root: ['attachment'],
     taken: new Map(views.map((v) => [v.network, v.index])),
-    fail: (error) => attachFailure(what, error, allocId, options.signal, 'setup-failed'),
+    fail: (error, at) => {
+      const bad = invalidInputOf(error);
+      return bad === undefined
+        ? attachFailure(what, error, allocId, options.signal, 'setup-failed')
+        : invalidInput('invalid attachment', at(bad.path), bad.problem, { allocId, cause: error });
+    },
   });
   return addAttachment(
     ctx,

@@ -160,7 +160,7 @@ function checkOne(a: unknown, at: FieldPath, what: string): AttachmentSpec {
   }
   const own = decode(ownCodec, a);
   if (!own.ok) throw invalidInput(what, [...at, ...own.problem.path], [own.problem.problem]);
-  return a as AttachmentSpec;
+  return a;
 }
 
 /** The list's shape: a list of objects with known fields of the right types. */

@@ -206,7 +206,8 @@ export function makeRecord(
     phase: base.phase,
     netnsPath: base.netnsPath,
     netnsCreated: base.netnsCreated,
-    ...(base.extra === undefined || base.extra.length === 0 ? {} : { extra: base.extra }),
+    // A copy: the caller may go on changing its list (the setup of the next attachment).
+    ...(base.extra === undefined || base.extra.length === 0 ? {} : { extra: [...base.extra] }),
     ...(extra.attachment === undefined ? {} : { attachment: extra.attachment }),
     ...(extra.status === undefined ? {} : { status: extra.status }),
     ...(extra.error === undefined ? {} : { error: extra.error }),

@@ -28,14 +28,8 @@ export type {
 } from './reconciler.js';
 export { RunnerError, invalidInput, isRunnerError } from './errors.js';
 export type { RunnerErrorCode, RunnerErrorDetails } from './errors.js';
-export {
-  canonicalSpec,
-  checkAllocId,
-  configuratorSpecsOf,
-  decodeSpec,
-  isValidSpec,
-  specDifferences,
-} from './spec.js';
+export { checkAllocId, configuratorSpecsOf, decodeSpec, isValidSpec } from './spec.js';
+export { canonicalSpec, specDifferences } from './canonical.js';
 export type {
   AttachmentSpec,
   CniOrigin,

@@ -32,7 +32,7 @@ import {
 } from './errors.js';
 import { checkNetnsName } from './netns.js';
 import type { AllocRecord, ExtraAttachment } from './record.js';
-import { specDifferences } from './spec.js';
+import { specDifferences } from './canonical.js';
 import type { RunnerSpec } from './spec.js';
 
 export interface CheckReport {

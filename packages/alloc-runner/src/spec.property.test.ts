@@ -8,7 +8,8 @@ import { decode } from '@allocnet/cni';
 import { mutateAt, propertyParameters, valueAt } from '@allocnet/cni/testing';
 import { isRunnerError } from './errors.js';
 import { recordCodec } from './record.js';
-import { canonicalSpec, checkAllocId, decodeSpec, specDifferences } from './spec.js';
+import { canonicalSpec, specDifferences } from './canonical.js';
+import { checkAllocId, decodeSpec } from './spec.js';
 import type { RunnerSpec } from './spec.js';
 
 const SEED = 16_2008;

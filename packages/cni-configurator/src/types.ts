@@ -49,18 +49,11 @@ export interface AllocNetworkSpec {
    * A CNI runtime names it; Nomad's allocations leave it out.
    */
   readonly ifName?: string;
-  /**
-   * Addresses (with or without a prefix length) asked for through the CNI `ips` capability of the
-   * network's plugins that declare it (`runtimeConfig.ips`); where none does but the network uses
-   * host-local, through `args.cni.ips` in host-local's conf. Otherwise `invalid-argument` (`ips`).
-   */
+  /** Addresses asked for through the CNI `ips` capability (or host-local's `args.cni.ips`). */
   readonly ips?: readonly string[];
-  /** A MAC address asked for through the `mac` capability (tuning); none declares it: `invalid-argument` (`mac`). */
+  /** A MAC address asked for through the CNI `mac` capability (tuning). */
   readonly mac?: string;
-  /**
-   * `false`: after the ADD the default routes (v4 and v6) via this interface inside the namespace
-   * are deleted, and removed from the recorded result. `true` or absent: as the plugins made them.
-   */
+  /** `false`: the default routes via this interface are deleted after the ADD (and from the result). */
   readonly defaultRoute?: boolean;
 }
 

@@ -347,8 +347,10 @@ export function createRecordingConfigurator(): RecordingConfigurator {
         throw new Error(`fake CHECK: allocation "${attachment.allocId}" has no network`);
       }
       if (!list.some((a) => isOf(a, attachment.network.name, attachment.ifName))) {
-        throw new Error(
+        // As the real one finds it: the network is not as set up (`broken`).
+        throw new ConfiguratorError(
           `fake CHECK: allocation "${attachment.allocId}" has no network "${attachment.network.name}" on "${attachment.ifName}"`,
+          { code: 'check-failed' },
         );
       }
       return { ran: fake.checkRan };
