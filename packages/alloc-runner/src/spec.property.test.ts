@@ -99,7 +99,61 @@ function checkRefusal(error: unknown, value: unknown, context: string): void {
   }
 }
 
+/**
+ * A valid spec in the list form: distinct networks and interfaces, the spec's ports on the first
+ * attachment only, another port range on one secondary, at most one default route.
+ */
+const attachedSpec: fc.Arbitrary<RunnerSpec> = fc
+  .tuple(
+    validSpec.map(({ network: _n, ifName: _i, ...rest }) => rest),
+    fc.uniqueArray(name, { minLength: 1, maxLength: 4 }),
+    fc.boolean(),
+    fc.nat(3),
+    fc.array(fc.ipV4(), { maxLength: 2 }),
+  )
+  .map(([spec, networks, named, route, ips]) => ({
+    ...spec,
+    attachments: networks.map((network, k) => ({
+      network,
+      ...(named ? { ifName: `if${k}` } : {}),
+      ...(k === 1 ? { ports: [{ label: 'extra', value: 40000 + k }], ips } : {}),
+      ...(k === route ? { defaultRoute: true } : {}),
+    })),
+    // No port of the first may be the secondary's.
+    ports: (spec.ports ?? []).filter((p) => p.value !== 40001),
+    legacyNetworks: (spec.legacyNetworks ?? []).map((n) => ({
+      reservedPorts: (n.reservedPorts ?? []).filter((p) => p.value !== 40001),
+    })),
+  }));
+
 describe('decodeSpec properties', () => {
+  it('decodes a valid spec with attachments to itself, with one canonical form', () => {
+    fc.assert(
+      fc.property(attachedSpec, (spec) => {
+        const decoded = decodeSpec(spec);
+        expect(decoded).toEqual(spec);
+        const again = decodeSpec(JSON.parse(JSON.stringify(decoded)));
+        expect(specDifferences(decoded, again)).toEqual([]);
+        expect(canonicalSpec(decodeSpec(canonicalSpec(decoded)))).toEqual(canonicalSpec(decoded));
+      }),
+      propertyParameters(SEED, 200),
+    );
+  });
+
+  it('reads any change of a spec with attachments as a spec or an error naming a field of it', () => {
+    fc.assert(
+      fc.property(attachedSpec, fc.nat(), change, (spec, pick, c) => {
+        const value = mutateAt(spec, pick, c);
+        try {
+          decodeSpec(value);
+        } catch (error) {
+          checkRefusal(error, value, 'invalid allocation spec');
+        }
+      }),
+      propertyParameters(SEED, 400),
+    );
+  });
+
   it('reads any value as a spec or an invalid-argument error naming a field of it', () => {
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue(), mutatedSpec), (value) => {
