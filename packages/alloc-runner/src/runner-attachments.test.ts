@@ -602,6 +602,57 @@ describe('a crash at each new crash point', () => {
   }
 });
 
+describe('an interrupted setup whose spec says finish', () => {
+  it('is undone and set up again with every attachment', async () => {
+    const host = fakes();
+    let crashed = false;
+    host.configurator.before = () => {
+      if (crashed) throw new Error('crashed');
+    };
+    const first = await make(host, (point) => {
+      if (point === 'setup:after-attachment-add' && !crashed) {
+        crashed = true;
+        first.store.full = true;
+      }
+    });
+    await rejection(first.runner.setup(three(A, { interruptedSetup: 'finish' })));
+    await first.runner.close();
+    crashed = false;
+    const again = await make(host);
+    const report = await again.runner.restore();
+    expect(report.outcomes[0]?.result).toBe('finished');
+    expect(
+      attachmentsOf(again.runner.get(A) as AllocRecord).map((v) => [v.ifName, v.phase]),
+    ).toEqual([
+      ['eth0', 'ready'],
+      ['net1', 'ready'],
+      ['net2', 'ready'],
+    ]);
+    expect(host.configurator.attachmentsOf(A).map((a) => a.ifName)).toEqual([
+      'eth0',
+      'net1',
+      'net2',
+    ]);
+  });
+});
+
+describe('a detach that failed', () => {
+  it('stays tearing-down until the next detach finishes it', async () => {
+    const h = await make();
+    await h.runner.setup(three(A));
+    h.configurator.fail('teardown', new Error('iptables is locked'));
+    const error = await rejection(h.runner.detach(A, 'net1'));
+    expect([error.code, error.message]).toEqual([
+      'teardown-failed',
+      `detach of interface "net1" from allocation "${A}" failed: iptables is locked`,
+    ]);
+    expect(h.runner.get(A)?.extra?.map((e) => e.phase)).toEqual(['tearing-down', 'ready']);
+    expect(h.runner.stats().attachmentsByNetwork).toEqual({ nomad: 1, vlan: 1 });
+    const done = await h.runner.detach(A, 'net1');
+    expect(attachmentsOf(done.record).map((v) => v.ifName)).toEqual(['eth0', 'net2']);
+  });
+});
+
 describe('the reconciler', () => {
   it('counts every attachment of a live allocation as known, and reaps all of a leaked one', async () => {
     const h = await make();

@@ -229,6 +229,30 @@ const validRecord = fc
         }
       : {}),
     ...(error === undefined ? {} : { error }),
+    ...(phase === 'ready' && netnsCreated
+      ? {
+          extra: [
+            {
+              spec: {
+                allocId: spec.allocId,
+                namespace: 'n',
+                jobId: 'j',
+                groupName: 'g',
+                ifName: 'net1',
+              },
+              phase: 'ready' as const,
+              attached: error !== undefined,
+              attachment: {
+                allocId: spec.allocId,
+                netns: '/run/netns/x',
+                ifName: 'net1',
+                network: { name: 'storage', config: '{}' },
+              },
+              status: { allocId: spec.allocId, address: '10.9.0.2', addressIpv6: '' },
+            },
+          ],
+        }
+      : {}),
     updatedAtMs,
   }));
 
