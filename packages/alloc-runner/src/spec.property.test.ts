@@ -105,7 +105,13 @@ function checkRefusal(error: unknown, value: unknown, context: string): void {
  */
 const attachedSpec: fc.Arbitrary<RunnerSpec> = fc
   .tuple(
-    validSpec.map(({ network: _n, ifName: _i, ...rest }) => rest),
+    // The list form leaves the spec's own network and interface out.
+    validSpec.map((spec) => {
+      const rest: Partial<RunnerSpec> = { ...spec };
+      delete rest.network;
+      delete rest.ifName;
+      return rest as RunnerSpec;
+    }),
     fc.uniqueArray(name, { minLength: 1, maxLength: 4 }),
     fc.boolean(),
     fc.nat(3),
