@@ -107,7 +107,7 @@ const attachedSpec: fc.Arbitrary<RunnerSpec> = fc
   .tuple(
     // The list form leaves the spec's own network and interface out.
     validSpec.map((spec) => {
-      const rest: Partial<RunnerSpec> = { ...spec };
+      const rest: { -readonly [K in keyof RunnerSpec]?: RunnerSpec[K] } = { ...spec };
       delete rest.network;
       delete rest.ifName;
       return rest as RunnerSpec;
