@@ -5,6 +5,7 @@
 // passes, traffic flows, its reservation and namespace there) or fully gone (no namespace, no
 // reservation, no rule naming it) — never half; and once all are torn down the node's ruleset is
 // back at its baseline, IPAM is empty and no namespace is left. Needs root and the plugins.
+import { execa } from 'execa';
 import { requireNetworkTestHost } from '@allocnet/testns';
 import type { AllocRecord, RunnerSpec } from '@allocnet/alloc-runner';
 import { PLUGIN_DIR, allocSpec, createRunnerHost, pings } from './runner-host.js';
@@ -141,6 +142,42 @@ describe('a runner killed during setup', () => {
         // At least the allocation that hit the crash point was undone and reported failed.
         expect(there.length).toBeLessThan(3);
       }
+      await tearDownAndCompare(ids, before);
+    },
+  );
+});
+
+describe('a runner killed between two attachments', () => {
+  it.each(['setup:after-attachment-intent', 'setup:after-attachment-add'])(
+    'at %s leaves each allocation whole or gone, every network of it, and a teardown ends at the baseline',
+    async (point) => {
+      const before = await baseline();
+      // A second network: a bridge of its own, host-local in the same IPAM dir (its reservations
+      // are read with the default network's).
+      await host.addBridgeNetwork('storage', 'a29rst0', '10.29.7.0/24');
+      const batch = [0, 1, 2].map((i) =>
+        allocSpec({
+          ports: [{ label: 'http', value: 8090 + i, to: 80 }],
+          attachments: [{}, { network: 'storage' }],
+        }),
+      );
+      const ids = batch.map((s) => s.allocId);
+
+      const crashed = await host.child([{ op: 'start' }, { op: 'setup', specs: batch }], {
+        crashAt: point,
+      });
+      expect([crashed.signal, crashed.steps.map((s) => s.op)]).toEqual(['SIGKILL', ['start']]);
+
+      const there = await restartAndVerify(ids);
+      // The allocation that hit the crash point was undone and reported failed.
+      expect(there.length).toBeLessThan(3);
+      const interfaces = await Promise.all(
+        there.map(async (id) => {
+          const r = await execa('ip', ['-n', `${host.netnsPrefix}${id}`, '-o', 'link', 'show']);
+          return r.stdout.includes(' net1@') || r.stdout.includes(' net1:');
+        }),
+      );
+      expect(interfaces.every(Boolean)).toBe(true);
       await tearDownAndCompare(ids, before);
     },
   );

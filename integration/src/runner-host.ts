@@ -1,7 +1,7 @@
 // What the alloc-runner integration tests share: a node namespace standing for the host, temp
 // dirs for the runner's store, host-local and the CNI cache, a runner in this process or in a
 // child process (for crash tests), and readings of the node's state.
-import { readFile, readdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -47,6 +47,13 @@ export interface RunnerHost {
   readonly dataDir: string;
   readonly ipamDir: string;
   readonly cacheDir: string;
+  /** The configurator's conf dir (empty unless a test adds a network): the named networks. */
+  readonly confDir: string;
+  /**
+   * Writes a named network into the conf dir: a bridge of its own in the node namespace with
+   * host-local in `ipamDir`, for an allocation's second attachment.
+   */
+  addBridgeNetwork(name: string, bridge: string, subnet: string): Promise<void>;
   /** A runner (and its configurator) in this process, on the node; closed by dispose(). */
   runner(options?: Partial<AllocRunnerOptions>): Promise<{
     runner: AllocRunner;
@@ -72,6 +79,7 @@ export async function createRunnerHost(): Promise<RunnerHost> {
   const dataDir = join(tmp.path, 'data');
   const ipamDir = join(tmp.path, 'ipam');
   const cacheDir = join(tmp.path, 'cache');
+  const confDir = join(tmp.path, 'conf');
   let node: TestNetns;
   try {
     node = await lab.node();
@@ -97,6 +105,14 @@ export async function createRunnerHost(): Promise<RunnerHost> {
     dataDir,
     ipamDir,
     cacheDir,
+    confDir,
+
+    async addBridgeNetwork(name, bridge, subnet) {
+      await mkdir(confDir, { recursive: true });
+      const ipam = { type: 'host-local', dataDir: ipamDir, ranges: [[{ subnet }]] };
+      const conflist = { cniVersion: '1.0.0', name, plugins: [{ type: 'bridge', bridge, ipam }] };
+      await writeFile(join(confDir, `${name}.conflist`), JSON.stringify(conflist));
+    },
 
     async runner(options = {}) {
       const configurator = await createCniConfigurator({
@@ -110,6 +126,7 @@ export async function createRunnerHost(): Promise<RunnerHost> {
           ipv6: createIptables({ family: 'ipv6', netns: node.path }),
         },
         defaultNetwork: { ipamDataDir: ipamDir },
+        confDir,
         watchConfDir: false,
       });
       const runner = await createAllocRunner({
@@ -124,7 +141,7 @@ export async function createRunnerHost(): Promise<RunnerHost> {
     },
 
     async child(steps, options = {}) {
-      const config = { dataDir, ipamDir, cacheDir, netnsPrefix, steps };
+      const config = { dataDir, ipamDir, cacheDir, confDir, netnsPrefix, steps };
       const r = await execa(
         'nsenter',
         [`--net=${node.path}`, '--', process.execPath, CHILD, JSON.stringify(config)],

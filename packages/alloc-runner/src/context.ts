@@ -11,6 +11,7 @@ import type {
   AllocAttachment,
   AllocNetworkStatus,
   AllocNetworking,
+  CniConfigurator,
   LeakSweeper,
 } from '@allocnet/cni-configurator';
 import type { CrashPoint, CrashPoints } from './crash.js';
@@ -98,7 +99,7 @@ export function zeroCounters(): RunnerCounters {
 
 export interface RunnerContext {
   /** The configurator's allocation-level operations and its leak sweeper: the runner's seams. */
-  readonly networking: AllocNetworking;
+  readonly networking: AllocNetworking & Pick<CniConfigurator, 'catalog'>;
   readonly leaks: LeakSweeper;
   /** The store, releasing an allocation's host-port claims as its records go (port-claims.ts). */
   readonly store: RunnerStore;
@@ -134,7 +135,7 @@ export interface RunnerContext {
 }
 
 export interface ContextParts {
-  readonly networking: AllocNetworking;
+  readonly networking: AllocNetworking & Pick<CniConfigurator, 'catalog'>;
   readonly leaks: LeakSweeper;
   readonly store: RunnerStore;
   readonly netns: NetnsManager;
@@ -185,7 +186,10 @@ export function logInfo(ctx: RunnerContext, message: string, meta?: Record<strin
   baseLogInfo(ctx.log, message, meta);
 }
 
-/** A record of the current schema, stamped with the clock. */
+/**
+ * A record of the current schema, stamped with the clock; `base.extra` (the secondary
+ * attachments) is kept when it has any.
+ */
 export function makeRecord(
   ctx: RunnerContext,
   base: Omit<AllocRecord, 'schema' | 'updatedAtMs' | 'attachment' | 'status' | 'error'>,
@@ -202,6 +206,8 @@ export function makeRecord(
     phase: base.phase,
     netnsPath: base.netnsPath,
     netnsCreated: base.netnsCreated,
+    // A copy: the caller may go on changing its list (the setup of the next attachment).
+    ...(base.extra === undefined || base.extra.length === 0 ? {} : { extra: [...base.extra] }),
     ...(extra.attachment === undefined ? {} : { attachment: extra.attachment }),
     ...(extra.status === undefined ? {} : { status: extra.status }),
     ...(extra.error === undefined ? {} : { error: extra.error }),

@@ -17,7 +17,7 @@ describe('crashPointsFromEnv', () => {
     expect(isRunnerError(error) && [error.code, error.field, error.message]).toEqual([
       'invalid-argument',
       'ALLOCNET_CRASH_AT',
-      'ALLOCNET_CRASH_AT "setup:after-adds" is not a crash point; they are setup:after-intent, setup:after-netns, setup:after-add, setup:after-ready, teardown:after-intent, teardown:after-del, teardown:after-netns',
+      'ALLOCNET_CRASH_AT "setup:after-adds" is not a crash point; they are setup:after-intent, setup:after-netns, setup:after-add, setup:after-attachment-intent, setup:after-attachment-add, setup:after-ready, teardown:after-intent, teardown:after-del, teardown:after-netns',
     ]);
   });
 

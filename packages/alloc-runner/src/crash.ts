@@ -8,6 +8,8 @@ export const CRASH_POINTS = [
   'setup:after-intent', // the setting-up record is committed; no namespace, no plugin yet
   'setup:after-netns', // the namespace is made; no plugin yet
   'setup:after-add', // the configurator's setup (ADD) returned; the ready record is not written
+  'setup:after-attachment-intent', // a secondary's intent (its `extra` entry) is committed; its ADD not run
+  'setup:after-attachment-add', // a secondary's ADD returned; its entry is not recorded ready yet
   'setup:after-ready', // the ready record is committed
   'teardown:after-intent', // the tearing-down record is committed; no DEL yet
   'teardown:after-del', // the configurator's teardown (DEL and audit) returned

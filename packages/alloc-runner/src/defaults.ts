@@ -26,3 +26,6 @@ export const DEFAULT_STORE_RETRY_MS = 5_000;
  * plugin timeout (3 ADD attempts of a 4-plugin chain at 60 s each, and their DELs).
  */
 export const DEFAULT_OPERATION_TIMEOUT_MS = 600_000;
+
+/** Attachments (networks) one allocation may ask for, when a front door gives no limit of its own. */
+export const DEFAULT_MAX_ATTACHMENTS = 8;

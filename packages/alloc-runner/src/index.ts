@@ -2,6 +2,9 @@ export { createAllocRunner } from './runner.js';
 export type {
   AllocRunner,
   AllocRunnerOptions,
+  AttachOptions,
+  AttachResult,
+  DetachResult,
   BackgroundStart,
   OperationOptions,
   ReconcileOptions,
@@ -25,10 +28,24 @@ export type {
 } from './reconciler.js';
 export { RunnerError, invalidInput, isRunnerError } from './errors.js';
 export type { RunnerErrorCode, RunnerErrorDetails } from './errors.js';
-export { canonicalSpec, checkAllocId, decodeSpec, isValidSpec, specDifferences } from './spec.js';
-export type { CniOrigin, InterruptedSetup, RunnerSpec, ValidRunnerSpec } from './spec.js';
-export { SCHEMA_VERSION } from './record.js';
-export type { AllocPhase, AllocRecord } from './record.js';
+export { checkAllocId, configuratorSpecsOf, decodeSpec, isValidSpec } from './spec.js';
+export { canonicalSpec, specDifferences } from './canonical.js';
+export type {
+  AttachmentSpec,
+  CniOrigin,
+  InterruptedSetup,
+  RunnerSpec,
+  SpecLimits,
+  ValidRunnerSpec,
+} from './spec.js';
+export { SCHEMA_VERSION, attachmentsOf } from './record.js';
+export type {
+  AllocPhase,
+  AllocRecord,
+  AttachmentPhase,
+  AttachmentView,
+  ExtraAttachment,
+} from './record.js';
 export { MIGRATIONS, RECORD_PREFIX, SCHEMA_KEY, openRunnerStore } from './store.js';
 export type { Migration, MigrationContext, OpenStoreOptions, RunnerStore } from './store.js';
 export { NETNS_RUN_DIR, checkNetnsName, createIpNetnsManager } from './netns.js';
@@ -36,6 +53,7 @@ export type { IpNetnsManagerOptions, NetnsManager } from './netns.js';
 export { CRASH_ENV, CRASH_POINTS, crashPointsFromEnv, noCrashPoints } from './crash.js';
 export type { CrashPoint, CrashPoints } from './crash.js';
 export {
+  DEFAULT_MAX_ATTACHMENTS,
   DEFAULT_MAX_CONCURRENT,
   DEFAULT_NETNS_PREFIX,
   DEFAULT_RECONCILE_INTERVAL_MS,

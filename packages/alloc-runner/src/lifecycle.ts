@@ -1,11 +1,25 @@
 // One allocation's lifecycle, its making and its CHECK: setup (its host ports claimed, intent
-// record, namespace, the configurator's setup, ready record; a failure rolls everything back),
-// CHECK, and the recreate that restore asks for. Its end is in teardown.ts. Every function here
+// record, namespace, the configurator's setup of each attachment in order, each after its own
+// intent; ready record; a failure rolls everything back, the secondaries last first, then the
+// primary), CHECK of every attachment, and the recreate that restore asks for (attachments.ts
+// holds what is per attachment). Its end is in teardown.ts. Every function here
 // runs inside the allocation's turn of the queue (runner.ts puts it there), after restore.ts
 // settled what a crash left: one operation per allocation at a time, so nothing here locks. The
 // one thing shared across allocations, the host-port claims, is taken synchronously
 // (port-claims.ts).
-import type { AllocAttachment, AllocNetworkStatus } from '@allocnet/cni-configurator';
+import type { FieldPath } from '@allocnet/base';
+import type { AllocAttachment, AllocNetworkStatus, SetupOutcome } from '@allocnet/cni-configurator';
+import {
+  admit,
+  checkEach,
+  describeAttachment,
+  fieldOfPlan,
+  named,
+  plansOf,
+  plansOfRecord,
+  undoSecondaries,
+} from './attachments.js';
+import type { AttachmentPlan } from './attachments.js';
 import { callOf, logInfo, madeName, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';
 import {
@@ -17,8 +31,8 @@ import {
   messageOf,
 } from './errors.js';
 import { checkNetnsName } from './netns.js';
-import type { AllocRecord } from './record.js';
-import { configuratorSpec, specDifferences } from './spec.js';
+import type { AllocRecord, ExtraAttachment } from './record.js';
+import { specDifferences } from './canonical.js';
 import type { RunnerSpec } from './spec.js';
 
 export interface CheckReport {
@@ -41,9 +55,10 @@ export function netnsPlanOf(ctx: RunnerContext, spec: RunnerSpec): NetnsPlan {
 }
 
 /**
- * Undoes what a rollback must: the configurator's teardown (DEL with the attachment when there
- * is one, then the sweep), and the namespace when `netnsName` is given. Goes on past a failure
- * and returns the problems. Runs without the caller's signal: an aborted setup still cleans up.
+ * Undoes what a rollback must of the primary: the configurator's teardown (DEL with the
+ * attachment when there is one, then the sweep over every network), and the namespace when
+ * `netnsName` is given. Goes on past a failure and returns the problems. Runs without the
+ * caller's signal: an aborted setup still cleans up. The secondaries go first (`undoRecord`).
  */
 export async function undo(
   ctx: RunnerContext,
@@ -69,19 +84,38 @@ export async function undo(
   return problems;
 }
 
+/** Undoes every attachment of the record, the secondaries last first, then the primary. */
+export async function undoRecord(
+  ctx: RunnerContext,
+  rec: AllocRecord,
+  netnsName: string | undefined,
+  keepHolds = false,
+): Promise<string[]> {
+  return [
+    ...(await undoSecondaries(ctx, rec.allocId, rec.extra ?? [], keepHolds)),
+    ...(await undo(ctx, rec.allocId, rec.attachment, netnsName, keepHolds)),
+  ];
+}
+
+const setupOptions = (signal: AbortSignal | undefined, plan: AttachmentPlan) =>
+  plan.reclaim === undefined ? callOf(signal) : { ...callOf(signal), reclaim: plan.reclaim };
+
 /**
- * Sets the allocation up from nothing: its host ports claimed (`admitPorts`), the intent record
- * (committed and synced), the namespace, the configurator's setup, the ready record. Any failure
- * rolls back (the configurator's teardown, the namespace if this call made it, the record, and
- * with it the claims) and throws `setup-failed`. With `reclaim`, the configurator sets it up with
- * exactly those addresses (restore's recreate).
+ * Sets the allocation up from nothing: its host ports claimed (`admit`), the intent record
+ * (committed and synced), the namespace, the configurator's setup of the primary, then of each
+ * secondary after its own intent (its `extra` entry, `setting-up`) is synced, the ready record.
+ * Any failure rolls back (the failing attachment's leftovers, the secondaries before it last
+ * first, the primary, the namespace if this call made it, the record, and with it the claims)
+ * and throws `setup-failed` naming the failing attachment when there are several. `plans` is
+ * what to set up (default: the spec's attachments); with their `reclaim`, exactly those
+ * addresses (restore's recreate).
  */
 export async function freshSetup(
   ctx: RunnerContext,
   spec: RunnerSpec,
   plan: NetnsPlan,
   signal: AbortSignal | undefined,
-  reclaim?: readonly string[],
+  plans: readonly AttachmentPlan[] = plansOf(spec),
 ): Promise<AllocRecord> {
   const { store, netns } = ctx;
   const allocId = spec.allocId;
@@ -93,13 +127,21 @@ export async function freshSetup(
     netnsPath,
     netnsCreated: plan.kind !== 'given',
   };
-  admitPorts(ctx, spec, signal);
+  const several = plans.length > 1;
+  // The attachment being set up (its index), for the error; undefined outside the plugins' runs.
+  let current: number | undefined;
+  admit(ctx, spec, plans, {
+    first: 0,
+    fail: (error, path) =>
+      setupFailure(error, allocId, signal, [], ctx.operationTimeoutMs, { path }),
+  });
   await store.put(makeRecord(ctx, base));
   ctx.crash('setup:after-intent');
 
   let madeNetns: string | undefined;
   let attachment: AllocAttachment | undefined;
   let gone: RunnerError | undefined;
+  const extras: ExtraAttachment[] = [];
   try {
     if (plan.kind === 'create' || (plan.kind === 'reuse' && !(await netns.exists(netnsPath)))) {
       if (plan.kind === 'reuse') {
@@ -111,18 +153,34 @@ export async function freshSetup(
       madeNetns = plan.name;
       ctx.crash('setup:after-netns');
     }
+    const [first, ...rest] = plans;
+    current = 0;
     const outcome = await ctx.networking.setup(
-      configuratorSpec(spec),
+      (first as AttachmentPlan).spec,
       netnsPath,
-      reclaim === undefined ? callOf(signal) : { ...callOf(signal), reclaim },
+      setupOptions(signal, first as AttachmentPlan),
     );
     attachment = outcome.attachment;
     ctx.crash('setup:after-add');
+    for (const [i, next] of rest.entries()) {
+      current = i + 1;
+      extras.push({ spec: next.spec, phase: 'setting-up', attached: next.attached });
+      await store.put(makeRecord(ctx, { ...base, extra: extras }, outcome));
+      ctx.crash('setup:after-attachment-intent');
+      const added: SetupOutcome = await ctx.networking.setup(
+        next.spec,
+        netnsPath,
+        setupOptions(signal, next),
+      );
+      extras[i] = { ...(extras[i] as ExtraAttachment), phase: 'ready', ...added };
+      ctx.crash('setup:after-attachment-add');
+    }
+    current = undefined;
     // The plugins may have finished in a namespace that was removed under them: an allocation
     // reported ready there would have no network (bridge's ADD does not notice, the DEL does).
     gone = await vanished(ctx, plan, netnsPath);
     if (gone !== undefined) throw gone;
-    const ready = makeRecord(ctx, { ...base, phase: 'ready' }, outcome);
+    const ready = makeRecord(ctx, { ...base, phase: 'ready', extra: extras }, outcome);
     await store.put(ready);
     ctx.crash('setup:after-ready');
     return ready;
@@ -134,8 +192,12 @@ export async function freshSetup(
         ? ((await vanished(ctx, plan, netnsPath, thrown).catch(() => undefined)) ?? thrown)
         : thrown;
     // Only a namespace this call made is removed; in `reuse`, one that was there stays (the
-    // allocation's tasks may run in it) and the record of it is dropped with the rest.
-    const problems = await undo(ctx, allocId, attachment, madeNetns);
+    // allocation's tasks may run in it) and the record of it is dropped with the rest. The
+    // failing secondary's own leftovers go first (its entry has no attachment: its sweep).
+    const problems = [
+      ...(await undoSecondaries(ctx, allocId, extras)),
+      ...(await undo(ctx, allocId, attachment, madeNetns)),
+    ];
     try {
       await store.remove(allocId);
     } catch (removeError) {
@@ -148,23 +210,17 @@ export async function freshSetup(
         problems.push(messageOf(removeError));
       }
     }
-    throw setupFailure(error, allocId, signal, problems, ctx.operationTimeoutMs);
+    const k = several ? current : undefined;
+    const failing = k === undefined ? undefined : (plans[k] as AttachmentPlan);
+    throw setupFailure(error, allocId, signal, problems, ctx.operationTimeoutMs, {
+      ...(failing === undefined || k === undefined
+        ? {}
+        : {
+            which: describeAttachment(ctx, k, failing.spec),
+            path: (p: FieldPath) => fieldOfPlan(spec, k, p),
+          }),
+    });
   }
-}
-
-/**
- * The setup's admission: its host ports, claimed in one synchronous step before its intent record
- * (port-claims.ts). A port another live allocation maps throws `host-port-taken`; two ports of the
- * spec on one host port, `invalid-argument`. Either way nothing is written or run.
- */
-function admitPorts(ctx: RunnerContext, spec: RunnerSpec, signal: AbortSignal | undefined): void {
-  let wanted;
-  try {
-    wanted = ctx.networking.portMappingsOf(configuratorSpec(spec));
-  } catch (error) {
-    throw setupFailure(error, spec.allocId, signal, [], ctx.operationTimeoutMs);
-  }
-  ctx.ports.claim(spec.allocId, wanted);
 }
 
 /**
@@ -193,13 +249,18 @@ async function vanished(
       });
 }
 
-/** The runner's error for a setup that failed (or was aborted) and was rolled back. */
+/**
+ * The runner's error for a setup that failed (or was aborted) and was rolled back. `which` names
+ * the failing attachment; `path` says where a field the configurator refused is in the spec
+ * (default `spec.<field>`).
+ */
 function setupFailure(
   error: unknown,
   allocId: string,
   signal: AbortSignal | undefined,
   problems: readonly string[],
   timeoutMs: number,
+  at: { readonly which?: string; readonly path?: (path: FieldPath) => FieldPath } = {},
 ): RunnerError {
   const stopped = abortCode(signal) ?? (kindOf(error) === 'aborted' ? 'aborted' : undefined);
   // The request's own fault, as the configurator found it (a host port two ports claim, an
@@ -212,14 +273,16 @@ function setupFailure(
         ? 'was aborted'
         : 'failed';
   return new RunnerError(
-    `setup of allocation "${allocId}" ${how}: ${messageOf(error)}${
+    `setup of allocation "${allocId}" ${how}: ${named(at.which, error)}${
       problems.length === 0 ? '' : `; the rollback also failed: ${problems.join('; ')}`
     }`,
     {
       code: stopped ?? (input !== undefined ? 'invalid-argument' : 'setup-failed'),
       allocId,
       cause: error,
-      ...(input === undefined ? {} : { path: ['spec', ...input.path], problem: input.problem }),
+      ...(input === undefined
+        ? {}
+        : { path: at.path?.(input.path) ?? ['spec', ...input.path], problem: input.problem }),
     },
   );
 }
@@ -288,33 +351,35 @@ export async function check(
     });
   }
   ctx.counters.checks++;
-  try {
-    const { ran } = await ctx.networking.check(rec.attachment as AllocAttachment, callOf(signal));
-    return { allocId, ran };
-  } catch (error) {
-    ctx.counters.checkFailures++;
-    // `check-failed` takes the configurator's kind: `broken` (the network is not as set up),
-    // `unavailable` (the CHECK could not run), `aborted`, or `internal`.
-    throw new RunnerError(`check of allocation "${allocId}" failed: ${messageOf(error)}`, {
-      code: abortCode(signal) ?? 'check-failed',
-      allocId,
-      cause: error,
-    });
-  }
+  const outcome = await checkEach(ctx, rec, signal);
+  if (outcome.ok) return { allocId, ran: outcome.ran };
+  ctx.counters.checkFailures++;
+  // `check-failed` takes the configurator's kind: `broken` (the network is not as set up),
+  // `unavailable` (the CHECK could not run), `aborted`, or `internal`.
+  throw new RunnerError(
+    `check of allocation "${allocId}" failed: ${named(outcome.which, outcome.error)}`,
+    { code: abortCode(signal) ?? 'check-failed', allocId, cause: outcome.error },
+  );
 }
 
-/** Records `failed` after restore undid an allocation. */
+/** Records `failed` after restore undid an allocation (its attachments with it). */
 export async function recordFailed(
   ctx: RunnerContext,
   rec: AllocRecord,
   why: string,
 ): Promise<void> {
-  await ctx.store.put(makeRecord(ctx, { ...rec, phase: 'failed' }, { error: why }));
+  await ctx.store.put(makeRecord(ctx, { ...rec, phase: 'failed', extra: [] }, { error: why }));
 }
 
-/** The addresses a recreate re-claims: every recorded one, v4 and v6 (none: any address). */
+/**
+ * The addresses a recreate re-claims: every recorded one of every attachment, v4 and v6 (none:
+ * any address).
+ */
 export function reclaimOf(rec: AllocRecord): readonly string[] | undefined {
-  const addresses = rec.attachment?.addresses ?? [];
+  const addresses = [
+    ...(rec.attachment?.addresses ?? []),
+    ...(rec.extra ?? []).flatMap((e) => e.attachment?.addresses ?? []),
+  ];
   return addresses.length === 0 ? undefined : addresses;
 }
 
@@ -337,11 +402,13 @@ export async function recreate(
       { attachment: rec.attachment, status: rec.status },
     ),
   );
+  // Every attachment is set up again, on its recorded addresses: the interface and addresses
+  // of each stay as they were (a lost namespace is made again with every interface).
   const reclaim = reclaimOf(rec);
-  const problems = await undo(ctx, rec.allocId, rec.attachment, undefined, reclaim !== undefined);
+  const problems = await undoRecord(ctx, rec, undefined, reclaim !== undefined);
   if (problems.length > 0) throw new Error(problems.join('; '));
   const plan: NetnsPlan = rec.netnsCreated
     ? { kind: 'reuse', name: madeName(rec) }
     : { kind: 'given', path: rec.netnsPath };
-  return freshSetup(ctx, rec.spec, plan, signal, reclaim);
+  return freshSetup(ctx, rec.spec, plan, signal, plansOfRecord(rec, true));
 }

@@ -20,11 +20,15 @@ import type { RunnerStore } from './store.js';
 
 /**
  * What the runner calls of the configurator: an allocation's setup, CHECK and teardown, and the
- * leak sweeper's scans, reaps and forced cleanup, the holds of recorded addresses at start, and
- * the host ports a spec maps. Nothing else (catalog, reload, close) is its.
+ * leak sweeper's scans, reaps and forced cleanup, the holds of recorded addresses at start, the
+ * host ports a spec maps, the check of each attachment's spec and the catalog (the default
+ * network's name: an attachment naming it is in the same network as one naming none). Nothing
+ * else (reload, close) is its.
  */
 export type RunnerConfigurator = Pick<
   CniConfigurator,
+  | 'catalog'
+  | 'checkSpec'
   | 'portMappingsOf'
   | 'setup'
   | 'check'

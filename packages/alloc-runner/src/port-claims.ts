@@ -20,16 +20,19 @@
 // its ports to its allocation's), and an allocation never conflicts with itself (a restore's
 // recreate claims again what its record holds).
 import { renderProblem } from '@allocnet/base';
-import type { Logger } from '@allocnet/base';
+import type { FieldPath, Logger } from '@allocnet/base';
 import { portMappingsOverlap } from '@allocnet/cni-configurator';
 import type {
+  AllocAttachment,
+  AllocNetworkSpec,
+  AllocNetworkStatus,
   AllocNetworking,
   PortMapping,
   RequestedPortMapping,
 } from '@allocnet/cni-configurator';
 import { RunnerError, messageOf } from './errors.js';
 import type { AllocRecord } from './record.js';
-import { configuratorSpec } from './spec.js';
+import { configuratorSpecsOf } from './spec.js';
 import type { RunnerStore } from './store.js';
 
 /** One host port an allocation maps: the host side of a port mapping. */
@@ -40,13 +43,15 @@ export interface PortClaims {
    * Checks `wanted` against what other allocations hold and, when none overlaps, adds it to what
    * `allocId` holds, in one synchronous step. Otherwise takes nothing and throws `host-port-taken`
    * (conflict) naming the first wanted port's field, its host port, protocol and address, and the
-   * holder.
+   * holder. `root` is where the wanted ports' fields are: `spec` (a setup), `attachment` (an attach).
    */
-  claim(allocId: string, wanted: readonly RequestedPortMapping[]): void;
+  claim(allocId: string, wanted: readonly RequestedPortMapping[], root?: FieldPath): void;
   /** Adds `held` to what `allocId` holds without a check: what the records say is mapped. */
   hold(allocId: string, held: readonly HeldPort[]): void;
   /** Drops every claim of `allocId`. */
   release(allocId: string): void;
+  /** Drops these claims of `allocId` (a detached attachment's, a failed attach's). */
+  drop(allocId: string, ports: readonly HeldPort[]): void;
   /** What `allocId` holds. */
   heldBy(allocId: string): readonly HeldPort[];
   /** The allocations holding `port` (any that overlaps it). */
@@ -64,11 +69,17 @@ const keyOf = (p: HeldPort): string => `${p.protocol}/${p.hostPort}`;
 const where = (p: HeldPort): string =>
   p.hostIP === undefined || p.hostIP === '' ? 'every address' : p.hostIP;
 
-function portTaken(allocId: string, wanted: RequestedPortMapping, held: Entry): RunnerError {
-  const path = ['spec', ...wanted.field];
+function portTaken(
+  allocId: string,
+  wanted: RequestedPortMapping,
+  held: Entry,
+  root: FieldPath,
+): RunnerError {
+  const path = [...root, ...wanted.field];
   const theirs = where(held.port) === where(wanted) ? '' : ` (on ${where(held.port)})`;
+  const what = root[0] === 'spec' ? 'setup of' : 'attach to';
   const parts = [
-    `setup of allocation ${JSON.stringify(allocId)} refused: `,
+    `${what} allocation ${JSON.stringify(allocId)} refused: `,
     { field: path },
     ` (${JSON.stringify(wanted.label)}): host port ${wanted.hostPort}/${wanted.protocol} on ${where(wanted)} is already mapped by allocation ${JSON.stringify(held.allocId)}${theirs}`,
   ];
@@ -105,7 +116,7 @@ export function createPortClaims(log: Logger): PortClaims {
       ?.find((e) => e.allocId !== allocId && portMappingsOverlap(e.port, port));
 
   return {
-    claim(allocId, wanted) {
+    claim(allocId, wanted, root = ['spec']) {
       for (const port of wanted) {
         const held = othersOn(allocId, port);
         if (held === undefined) continue;
@@ -116,7 +127,7 @@ export function createPortClaims(log: Logger): PortClaims {
           protocol: port.protocol,
           hostIp: port.hostIP ?? '',
         });
-        throw portTaken(allocId, port, held);
+        throw portTaken(allocId, port, held, root);
       }
       for (const port of wanted) add(allocId, port);
     },
@@ -147,6 +158,25 @@ export function createPortClaims(log: Logger): PortClaims {
       byAlloc.delete(allocId);
     },
 
+    drop(allocId, ports) {
+      const gone = (p: HeldPort) =>
+        ports.some(
+          (q) =>
+            keyOf(q) === keyOf(p) &&
+            (q.hostIP === undefined || q.hostIP === '' ? undefined : q.hostIP) === p.hostIP,
+        );
+      for (const port of (byAlloc.get(allocId) ?? []).filter(gone)) {
+        const left = (byPort.get(keyOf(port)) ?? []).filter(
+          (e) => !(e.allocId === allocId && e.port === port),
+        );
+        if (left.length === 0) byPort.delete(keyOf(port));
+        else byPort.set(keyOf(port), left);
+      }
+      const kept = (byAlloc.get(allocId) ?? []).filter((p) => !gone(p));
+      if (kept.length === 0) byAlloc.delete(allocId);
+      else byAlloc.set(allocId, kept);
+    },
+
     heldBy: (allocId) => byAlloc.get(allocId) ?? [],
 
     holdersOf: (port) => [
@@ -163,11 +193,31 @@ export function createPortClaims(log: Logger): PortClaims {
 export const holdsPorts = (rec: AllocRecord | undefined): rec is AllocRecord =>
   rec !== undefined && rec.phase !== 'failed';
 
-/** The ports a live record maps: its attachment's, its status's, else its spec's. */
-function recordedPorts(rec: AllocRecord, networking: Pick<AllocNetworking, 'portMappingsOf'>) {
-  const recorded = rec.attachment?.portMappings ?? rec.status?.portMappings;
-  if (Array.isArray(recorded)) return recorded as readonly PortMapping[];
-  return networking.portMappingsOf(configuratorSpec(rec.spec));
+/**
+ * The ports a live record maps, over every attachment: each one's attachment's, its status's,
+ * else its spec's (all the spec's attachments' for a record that has not set its primary up).
+ */
+function recordedPorts(
+  rec: AllocRecord,
+  networking: Pick<AllocNetworking, 'portMappingsOf'>,
+): readonly PortMapping[] {
+  const of = (
+    one: { readonly attachment?: AllocAttachment; readonly status?: AllocNetworkStatus },
+    specs: () => readonly AllocNetworkSpec[],
+  ): readonly PortMapping[] => {
+    const recorded = one.attachment?.portMappings ?? one.status?.portMappings;
+    if (Array.isArray(recorded)) return recorded as readonly PortMapping[];
+    return specs().flatMap((s) => networking.portMappingsOf(s));
+  };
+  const extra = rec.extra ?? [];
+  return [
+    ...of(rec, () =>
+      extra.length > 0
+        ? [configuratorSpecsOf(rec.spec)[0] as AllocNetworkSpec]
+        : configuratorSpecsOf(rec.spec),
+    ),
+    ...extra.flatMap((e) => of(e, () => [e.spec])),
+  ];
 }
 
 /** The claims of every live record of `store`: what the runner starts with. */

@@ -6,11 +6,19 @@
 // `holdRecorded` runs before both, at start, before any operation is admitted (control.ts): the
 // recorded addresses of `ready` records are held (the configurator's holds.ts), so that no setup
 // is handed one while restore sets their allocations up again with exactly them.
-import type { AllocAttachment } from '@allocnet/cni-configurator';
+import { settleAttachments } from './attach.js';
+import { checkEach, named, plansOf } from './attachments.js';
 import { callOf, inTurn, logInfo, madeName } from './context.js';
 import type { RunnerContext } from './context.js';
 import { RunnerError, kindOf, messageOf } from './errors.js';
-import { freshSetup, netnsPlanOf, reclaimOf, recordFailed, recreate, undo } from './lifecycle.js';
+import {
+  freshSetup,
+  netnsPlanOf,
+  reclaimOf,
+  recordFailed,
+  recreate,
+  undoRecord,
+} from './lifecycle.js';
 import type { AllocPhase, AllocRecord } from './record.js';
 import { finishTeardown } from './teardown.js';
 
@@ -86,16 +94,17 @@ async function restoreOne(
         return outcome('torn-down', false);
 
       case 'setting-up': {
-        const problems = await undo(
-          ctx,
-          allocId,
-          rec.attachment,
-          rec.netnsCreated ? madeName(rec) : undefined,
-        );
+        const problems = await undoRecord(ctx, rec, rec.netnsCreated ? madeName(rec) : undefined);
         if (problems.length > 0) throw new Error(problems.join('; '));
         if (rec.spec.interruptedSetup === 'finish') {
+          // The spec's attachments, and those `attach` had added (a recreate was interrupted).
+          const attached = (rec.extra ?? []).filter((e) => e.attached);
+          const plans = [
+            ...plansOf(rec.spec),
+            ...attached.map((e) => ({ spec: e.spec, attached: true })),
+          ];
           try {
-            await freshSetup(ctx, rec.spec, netnsPlanOf(ctx, rec.spec), signal);
+            await freshSetup(ctx, rec.spec, netnsPlanOf(ctx, rec.spec), signal, plans);
             counters.setups++;
             return outcome('finished', false);
           } catch (error) {
@@ -123,35 +132,42 @@ async function restoreOne(
   }
 }
 
+/**
+ * A ready record: an attach or detach a crash interrupted is settled first (undone, finished);
+ * then every attachment is CHECKed, and when one is broken or the namespace is gone, all are set
+ * up again on their recorded addresses.
+ */
 async function restoreReady(
   ctx: RunnerContext,
-  rec: AllocRecord,
+  recorded: AllocRecord,
   signal: AbortSignal | undefined,
   outcome: (result: RestoreResult, checked: boolean, error?: string) => RestoreOutcome,
 ): Promise<RestoreOutcome> {
   const { counters } = ctx;
-  const allocId = rec.allocId;
+  const allocId = recorded.allocId;
+  const rec = await settleAttachments(ctx, recorded);
   const present = await ctx.netns.exists(rec.netnsPath);
   let why: string;
   if (present) {
-    try {
-      const { ran } = await ctx.networking.check(rec.attachment as AllocAttachment, callOf(signal));
+    const checked = await checkEach(ctx, rec, signal);
+    if (checked.ok) {
       counters.restored++;
-      return outcome('kept', ran);
-    } catch (error) {
-      if (kindOf(error) !== 'broken') {
-        // Setting every allocation up again because iptables or a plugin binary was briefly
-        // unavailable would cut traffic for nothing: leave it, say so.
-        throw new Error(`CHECK could not run: ${messageOf(error)}`, { cause: error });
-      }
-      why = `CHECK failed: ${messageOf(error)}`;
+      return outcome('kept', checked.ran);
     }
+    if (kindOf(checked.error) !== 'broken') {
+      // Setting every allocation up again because iptables or a plugin binary was briefly
+      // unavailable would cut traffic for nothing: leave it, say so.
+      throw new Error(`CHECK could not run: ${named(checked.which, checked.error)}`, {
+        cause: checked.error,
+      });
+    }
+    why = `CHECK failed: ${named(checked.which, checked.error)}`;
   } else {
     why = `namespace "${rec.netnsPath}" is gone`;
   }
   if (!present && !rec.netnsCreated) {
     // The task driver's namespace is gone: there is nothing to set up again in.
-    const problems = await undo(ctx, allocId, rec.attachment, undefined);
+    const problems = await undoRecord(ctx, rec, undefined);
     if (problems.length > 0) throw new Error(problems.join('; '));
     await recordFailed(ctx, rec, why);
     counters.restoreFailures++;
@@ -174,7 +190,7 @@ async function restoreReady(
   }
   counters.recreated++;
   if (reclaim.length > 0) {
-    const now = new Set(again.attachment?.addresses ?? []);
+    const now = new Set(reclaimOf(again) ?? []);
     const elsewhere = reclaim.filter((a) => !now.has(a));
     // Only a network without host-local can do this (its IPAM is not asked): say so.
     if (elsewhere.length > 0)
@@ -213,7 +229,8 @@ export async function holdRecorded(
   const attachments = ctx.store
     .list()
     .filter((r) => r.phase === 'ready')
-    .flatMap((r) => (r.attachment === undefined ? [] : [r.attachment]));
+    .flatMap((r) => [r.attachment, ...(r.extra ?? []).map((e) => e.attachment)])
+    .flatMap((a) => (a === undefined ? [] : [a]));
   if (attachments.length === 0) return;
   try {
     const report = await ctx.networking.holdAddresses(attachments, callOf(signal));
@@ -229,15 +246,18 @@ export async function holdRecorded(
 /**
  * The allocation's record, settled: a record in `setting-up` or `tearing-down` when an operation
  * starts was left by a crash and not restored yet (an operation came before `restore()`), so it
- * is settled first. Call it in the allocation's turn.
+ * is settled first; so is a ready record's attach or detach left mid-way (`attachments` false:
+ * left as it is, for a detach that finishes its own). Call it in the allocation's turn.
  */
 export async function settle(
   ctx: RunnerContext,
   allocId: string,
   signal: AbortSignal | undefined,
+  attachments = true,
 ): Promise<AllocRecord | undefined> {
   const rec = ctx.store.get(allocId);
-  if (rec === undefined || rec.phase === 'ready' || rec.phase === 'failed') return rec;
+  if (rec?.phase === 'ready') return attachments ? settleAttachments(ctx, rec) : rec;
+  if (rec === undefined || rec.phase === 'failed') return rec;
   if (ctx.unremoved.has(allocId)) {
     // Not a crash's leftover: the network is undone and only the record is left (a full data
     // dir kept it). While the dir is still full this throws the store's `store-full`.

@@ -330,6 +330,8 @@ describe('setup rollback', () => {
 
   it('answers invalid-argument when the configurator finds the request at fault', async () => {
     const { runner, configurator } = await make();
+    // Known when the spec is checked, refused by the setup (the conf dir changed in between).
+    configurator.addNetwork('missing');
     configurator.fail(
       'setup',
       new ConfiguratorError('network "missing" is not the default network nor in /etc/cni', {

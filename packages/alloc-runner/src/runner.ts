@@ -10,7 +10,10 @@ import type { AllocNetworkStatus } from '@allocnet/cni-configurator';
 import { createRunnerContext, systemClock } from './context.js';
 import { createRunControl } from './control.js';
 import type { BackgroundStart, OperationOptions, StartReport } from './control.js';
+import { attach, detach } from './attach.js';
+import type { AttachResult, DetachResult } from './attach.js';
 import { crashPointsFromEnv } from './crash.js';
+import { DEFAULT_MAX_ATTACHMENTS } from './defaults.js';
 import { check, setup } from './lifecycle.js';
 import type { CheckReport } from './lifecycle.js';
 import { createIpNetnsManager } from './netns.js';
@@ -27,7 +30,7 @@ import type { AllocRecord } from './record.js';
 import { settle } from './restore.js';
 import type { RestoreReport } from './restore.js';
 import { checkAllocId, decodeSpec } from './spec.js';
-import type { RunnerSpec } from './spec.js';
+import type { AttachmentSpec, RunnerSpec } from './spec.js';
 import { statsOf } from './stats.js';
 import type { RunnerStats } from './stats.js';
 import { openRunnerStore } from './store.js';
@@ -37,6 +40,13 @@ import type { ForceCleanupOptions, RunnerCleanupReport, RunnerTeardownReport } f
 export type { AllocRunnerOptions, ReconcileOptions, RunnerConfigurator } from './options.js';
 export type { BackgroundStart, OperationOptions, StartReport } from './control.js';
 export type { RunnerStats } from './stats.js';
+export type { AttachResult, DetachResult } from './attach.js';
+
+/** `attach`'s options: the operation's, and the agent's cap on attachments. */
+export interface AttachOptions extends OperationOptions {
+  /** Attachments the allocation may have with this one; default 8 (`limits.maxAttachments`). */
+  readonly maxAttachments?: number;
+}
 
 export interface AllocRunner {
   /** Restore, then one reconcile, then the reconciler every `intervalMs`. Call it once. */
@@ -59,8 +69,24 @@ export interface AllocRunner {
    * with a different one it fails with `conflict`.
    */
   setup(spec: RunnerSpec, options?: OperationOptions): Promise<AllocNetworkStatus>;
-  /** CHECK of a ready allocation with exactly what its ADD used. */
+  /** CHECK of every attachment of a ready allocation with exactly what its ADD used. */
   check(allocId: string, options?: OperationOptions): Promise<CheckReport>;
+  /**
+   * Adds a network to a ready allocation on its own interface (default the first free `net<k>`):
+   * validated as a spec's attachment is, errors naming `attachment.<field>`; intent synced before
+   * its plugins run. An equal attachment ready on that interface: `alreadyAttached`, nothing
+   * runs; another one there: `conflict`; an unknown allocation: `not-found`.
+   */
+  attach(
+    allocId: string,
+    attachment: AttachmentSpec,
+    options?: AttachOptions,
+  ): Promise<AttachResult>;
+  /**
+   * Removes a secondary network from a ready allocation (its teardown scoped to it). The primary
+   * cannot be detached (`conflict`); an unknown allocation or interface is `not-found`.
+   */
+  detach(allocId: string, ifName: string, options?: OperationOptions): Promise<DetachResult>;
   /**
    * Removes the allocation's network and record. An unknown allocation is not an error: the
    * configurator's sweep runs for its id, and a namespace `<netnsPrefix><id>` is removed.
@@ -154,6 +180,31 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
       return inTurn(
         allocId,
         async (signal) => check(ctx, allocId, await settle(ctx, allocId, signal), signal),
+        opts.signal,
+      );
+    },
+
+    async attach(input, attachment, opts = {}) {
+      refuseIfClosing();
+      const allocId = checkAllocId(input);
+      return inTurn(
+        allocId,
+        async (signal) =>
+          attach(ctx, allocId, attachment, await settle(ctx, allocId, signal), {
+            signal,
+            maxAttachments: opts.maxAttachments ?? DEFAULT_MAX_ATTACHMENTS,
+          }),
+        opts.signal,
+      );
+    },
+
+    async detach(input, ifName, opts = {}) {
+      refuseIfClosing();
+      const allocId = checkAllocId(input);
+      return inTurn(
+        allocId,
+        async (signal) =>
+          detach(ctx, allocId, ifName, await settle(ctx, allocId, signal, false), signal),
         opts.signal,
       );
     },

@@ -8,7 +8,8 @@ import { decode } from '@allocnet/cni';
 import { mutateAt, propertyParameters, valueAt } from '@allocnet/cni/testing';
 import { isRunnerError } from './errors.js';
 import { recordCodec } from './record.js';
-import { canonicalSpec, checkAllocId, decodeSpec, specDifferences } from './spec.js';
+import { canonicalSpec, specDifferences } from './canonical.js';
+import { checkAllocId, decodeSpec } from './spec.js';
 import type { RunnerSpec } from './spec.js';
 
 const SEED = 16_2008;
@@ -98,7 +99,67 @@ function checkRefusal(error: unknown, value: unknown, context: string): void {
   }
 }
 
+/**
+ * A valid spec in the list form: distinct networks and interfaces, the spec's ports on the first
+ * attachment only, another port range on one secondary, at most one default route.
+ */
+const attachedSpec: fc.Arbitrary<RunnerSpec> = fc
+  .tuple(
+    // The list form leaves the spec's own network and interface out.
+    validSpec.map((spec) => {
+      const rest: { -readonly [K in keyof RunnerSpec]?: RunnerSpec[K] } = { ...spec };
+      delete rest.network;
+      delete rest.ifName;
+      return rest as RunnerSpec;
+    }),
+    fc.uniqueArray(name, { minLength: 1, maxLength: 4 }),
+    fc.boolean(),
+    fc.nat(3),
+    fc.array(fc.ipV4(), { maxLength: 2 }),
+  )
+  .map(([spec, networks, named, route, ips]) => ({
+    ...spec,
+    attachments: networks.map((network, k) => ({
+      network,
+      ...(named ? { ifName: `if${k}` } : {}),
+      ...(k === 1 ? { ports: [{ label: 'extra', value: 40000 + k }], ips } : {}),
+      ...(k === route ? { defaultRoute: true } : {}),
+    })),
+    // No port of the first may be the secondary's.
+    ports: (spec.ports ?? []).filter((p) => p.value !== 40001),
+    legacyNetworks: (spec.legacyNetworks ?? []).map((n) => ({
+      reservedPorts: (n.reservedPorts ?? []).filter((p) => p.value !== 40001),
+    })),
+  }));
+
 describe('decodeSpec properties', () => {
+  it('decodes a valid spec with attachments to itself, with one canonical form', () => {
+    fc.assert(
+      fc.property(attachedSpec, (spec) => {
+        const decoded = decodeSpec(spec);
+        expect(decoded).toEqual(spec);
+        const again = decodeSpec(JSON.parse(JSON.stringify(decoded)));
+        expect(specDifferences(decoded, again)).toEqual([]);
+        expect(canonicalSpec(decodeSpec(canonicalSpec(decoded)))).toEqual(canonicalSpec(decoded));
+      }),
+      propertyParameters(SEED, 200),
+    );
+  });
+
+  it('reads any change of a spec with attachments as a spec or an error naming a field of it', () => {
+    fc.assert(
+      fc.property(attachedSpec, fc.nat(), change, (spec, pick, c) => {
+        const value = mutateAt(spec, pick, c);
+        try {
+          decodeSpec(value);
+        } catch (error) {
+          checkRefusal(error, value, 'invalid allocation spec');
+        }
+      }),
+      propertyParameters(SEED, 400),
+    );
+  });
+
   it('reads any value as a spec or an invalid-argument error naming a field of it', () => {
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue(), mutatedSpec), (value) => {
@@ -174,6 +235,30 @@ const validRecord = fc
         }
       : {}),
     ...(error === undefined ? {} : { error }),
+    ...(phase === 'ready' && netnsCreated
+      ? {
+          extra: [
+            {
+              spec: {
+                allocId: spec.allocId,
+                namespace: 'n',
+                jobId: 'j',
+                groupName: 'g',
+                ifName: 'net1',
+              },
+              phase: 'ready' as const,
+              attached: error !== undefined,
+              attachment: {
+                allocId: spec.allocId,
+                netns: '/run/netns/x',
+                ifName: 'net1',
+                network: { name: 'storage', config: '{}' },
+              },
+              status: { allocId: spec.allocId, address: '10.9.0.2', addressIpv6: '' },
+            },
+          ],
+        }
+      : {}),
     updatedAtMs,
   }));
 

@@ -1,4 +1,5 @@
-import { canonicalSpec, configuratorSpec, decodeSpec, specDifferences } from './spec.js';
+import { canonicalSpec, specDifferences } from './canonical.js';
+import { configuratorSpec, decodeSpec } from './spec.js';
 import type { RunnerSpec, SpecLimits } from './spec.js';
 import { isRunnerError } from './errors.js';
 

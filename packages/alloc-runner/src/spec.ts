@@ -7,7 +7,12 @@ import {
 } from '@allocnet/cni-configurator';
 import type { AllocNetworkSpec, ValidAllocSpec } from '@allocnet/cni-configurator';
 import { absolutePathProblem } from '@allocnet/netns';
+import { decodeAttachments, specsOf } from './attachment-spec.js';
+import type { AttachmentSpec } from './attachment-spec.js';
+import { DEFAULT_MAX_ATTACHMENTS } from './defaults.js';
 import { invalidInput, invalidInputOf } from './errors.js';
+
+export type { AttachmentSpec } from './attachment-spec.js';
 
 /**
  * Where an attachment made through the agent's CNI server came from: the runtime that asked (as
@@ -42,6 +47,13 @@ export interface RunnerSpec extends AllocNetworkSpec {
   readonly interruptedSetup?: InterruptedSetup;
   /** Set when a CNI runtime asked for this attachment (the agent's CNI server). */
   readonly origin?: CniOrigin;
+  /**
+   * Every network of the allocation, in order; the first is the primary (attachment-spec.ts).
+   * Absent or empty: the single form (`network`, `ports`, `legacyNetworks`, `cniArgs`,
+   * `ifName`), one attachment. Given: `network` and `ifName` stay empty, `ports` and
+   * `legacyNetworks` ride on the first attachment, `cniArgs` go to every one (its own on top).
+   */
+  readonly attachments?: readonly AttachmentSpec[];
 }
 
 /** A spec `decodeSpec` gave (or that came back from the store): what the runner takes as is. */
@@ -49,8 +61,10 @@ export type ValidRunnerSpec = RunnerSpec & { readonly [validRunnerSpec]: true };
 declare const validRunnerSpec: unique symbol;
 
 // Specs this process decoded, and the configurator's own decoded part of each (see
-// `configuratorSpec`): a spec decoded once at the edge is not decoded again below it.
+// `configuratorSpec`), and of each attachment (`configuratorSpecsOf`): a spec decoded once at the
+// edge is not decoded again below it.
 const decoded = new WeakMap<object, ValidAllocSpec>();
+const decodedAttachments = new WeakMap<object, readonly ValidAllocSpec[]>();
 
 /** Whether `decodeSpec` made this spec (so that `setup` takes it as is). */
 export function isValidSpec(value: unknown): value is ValidRunnerSpec {
@@ -117,6 +131,7 @@ const SPEC_FIELDS = new Set([
   'interruptedSetup',
   'origin',
   'ifName',
+  'attachments',
 ]);
 
 function unknownField(
@@ -167,14 +182,26 @@ function firstUnknownField(
 export interface SpecLimits {
   /** Ports: `ports`, or when it is empty every legacy network's reserved and dynamic ports together. */
   readonly maxPorts: number;
-  /** Entries of `cniArgs`. */
+  /** Entries of `cniArgs` (with attachments: of each attachment's, the spec's with its own). */
   readonly maxCniArgs: number;
+  /** Attachments (`attachments`); default 8 (`DEFAULT_MAX_ATTACHMENTS`). */
+  readonly maxAttachments?: number;
 }
 
-/** What a setup will map: `ports`, or (only when there are none) the legacy networks' ports. */
-function portCount(spec: RunnerSpec): { path: FieldPath; count: number } {
+/**
+ * What attachment `k`'s setup will map: `ports`, or (only when there are none) the legacy
+ * networks' ports; `at` is where the attachment's own fields are in the spec.
+ */
+function portCount(
+  spec: AllocNetworkSpec,
+  at: FieldPath,
+  own: AttachmentSpec | undefined,
+): { path: FieldPath; count: number } {
   const ports = spec.ports ?? [];
-  if (ports.length > 0) return { path: ['spec', 'ports'], count: ports.length };
+  if (ports.length > 0) {
+    const mine = own !== undefined && (own.ports ?? []).length > 0;
+    return { path: [...(mine ? at : ['spec']), 'ports'], count: ports.length };
+  }
   const legacy = (spec.legacyNetworks ?? []).reduce(
     (n, net) => n + (net.reservedPorts ?? []).length + (net.dynamicPorts ?? []).length,
     0,
@@ -183,20 +210,34 @@ function portCount(spec: RunnerSpec): { path: FieldPath; count: number } {
 }
 
 function checkLimits(spec: RunnerSpec, limits: SpecLimits): void {
-  const ports = portCount(spec);
-  if (ports.count > limits.maxPorts)
-    throw invalidInput(WHAT, ports.path, [
-      `has ${ports.count} ports, more than the agent's limit of ${limits.maxPorts} (limits.maxPorts)`,
-    ]);
-  const args = Object.keys(spec.cniArgs ?? {}).length;
-  if (args > limits.maxCniArgs)
+  const maxAttachments = limits.maxAttachments ?? DEFAULT_MAX_ATTACHMENTS;
+  const count = (spec.attachments ?? []).length;
+  if (count > maxAttachments)
     throw invalidInput(
       WHAT,
-      ['spec', 'cniArgs'],
+      ['spec', 'attachments'],
       [
-        `has ${args} entries, more than the agent's limit of ${limits.maxCniArgs} (limits.maxCniArgs)`,
+        `has ${count} attachments, more than the agent's limit of ${maxAttachments} (limits.maxAttachments)`,
       ],
     );
+  for (const [k, one] of configuratorSpecsOf(spec).entries()) {
+    const own = spec.attachments?.[k];
+    const at: FieldPath = own === undefined ? ['spec'] : ['spec', 'attachments', k];
+    const ports = portCount(one, at, own);
+    if (ports.count > limits.maxPorts)
+      throw invalidInput(WHAT, ports.path, [
+        `has ${ports.count} ports, more than the agent's limit of ${limits.maxPorts} (limits.maxPorts)`,
+      ]);
+    const args = Object.keys(one.cniArgs ?? {}).length;
+    if (args > limits.maxCniArgs)
+      throw invalidInput(
+        WHAT,
+        [...(own?.cniArgs === undefined ? ['spec'] : at), 'cniArgs'],
+        [
+          `has ${args} entries, more than the agent's limit of ${limits.maxCniArgs} (limits.maxCniArgs)`,
+        ],
+      );
+  }
 }
 
 /**
@@ -218,7 +259,7 @@ function decodeNew(value: unknown): ValidRunnerSpec {
     throw invalidInput(WHAT, ['spec'], [`should be an object, got ${show(value)}`]);
   }
   const input = value as Record<string, unknown>;
-  const { netnsPath, interruptedSetup, origin, ...rest } = input;
+  const { netnsPath, interruptedSetup, origin, attachments, ...rest } = input;
   let spec: ValidAllocSpec;
   try {
     spec = decodeConfiguratorSpec(rest);
@@ -252,6 +293,11 @@ function decodeNew(value: unknown): ValidRunnerSpec {
       throw invalidInput(WHAT, ['spec', 'origin', ...known.problem.path], [known.problem.problem]);
     out.origin = known.value;
   }
+  if (attachments !== undefined) {
+    const list = decodeAttachments(spec, attachments);
+    out.attachments = list?.attachments ?? [];
+    if (list !== undefined) decodedAttachments.set(out, list.specs);
+  }
   decoded.set(out, spec);
   return out as unknown as ValidRunnerSpec;
 }
@@ -278,82 +324,26 @@ export function configuratorSpec(spec: RunnerSpec): AllocNetworkSpec {
   delete out.netnsPath;
   delete out.interruptedSetup;
   delete out.origin;
+  delete out.attachments;
   return out as AllocNetworkSpec;
 }
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-function sortKeys(value: Json): Json {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === 'object') {
-    // fromEntries, not assignment: a CNI arg named `__proto__` stays an own key.
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((key) => [key, sortKeys(value[key] as Json)]),
-    );
-  }
-  return value;
-}
-
-function canonicalPort(p: {
-  label: string;
-  value: number;
-  to?: number;
-  hostIp?: string;
-  protocol?: string;
-}): Record<string, Json> {
-  return {
-    label: p.label,
-    value: p.value,
-    to: p.to === undefined || p.to < 1 ? p.value : p.to,
-    ...(p.hostIp === undefined || p.hostIp === '' ? {} : { hostIp: p.hostIp }),
-    ...(p.protocol === undefined ? {} : { protocol: p.protocol }),
-  };
-}
+/** Whether the spec is in the list form (`attachments`, at least one). */
+export const hasAttachments = (spec: RunnerSpec): boolean => (spec.attachments ?? []).length > 0;
 
 /**
- * The spec with what means the same written the same way: an empty region, network, port list,
- * legacy network list or args map is left out; a port's `to` below 1 becomes its value; an empty host
- * IP is left out; legacy networks are left out when there are ports (the configurator ignores
- * them then); `interruptedSetup` defaults to `fail`. Keys sorted. Array order is kept: it is the
- * order of the port mappings.
+ * The configurator spec of every attachment of the allocation, in order, the primary first: one
+ * (`configuratorSpec`) for the single form; for a spec `decodeSpec` made, the decoded ones.
  */
-export function canonicalSpec(spec: RunnerSpec): Record<string, Json> {
-  const ports = spec.ports ?? [];
-  const legacy = ports.length > 0 ? [] : (spec.legacyNetworks ?? []);
-  const args = spec.cniArgs ?? {};
-  const out: Record<string, Json> = {
-    allocId: spec.allocId,
-    namespace: spec.namespace,
-    jobId: spec.jobId,
-    groupName: spec.groupName,
-    interruptedSetup: spec.interruptedSetup ?? 'fail',
-  };
-  if (spec.region !== undefined && spec.region !== '') out.region = spec.region;
-  if (spec.network !== undefined && spec.network !== '') out.network = spec.network;
-  if (ports.length > 0) out.ports = ports.map(canonicalPort);
-  if (legacy.length > 0) {
-    out.legacyNetworks = legacy.map((n) => {
-      const net: Record<string, Json> = {};
-      if ((n.reservedPorts ?? []).length > 0)
-        net.reservedPorts = (n.reservedPorts ?? []).map(canonicalPort);
-      if ((n.dynamicPorts ?? []).length > 0)
-        net.dynamicPorts = (n.dynamicPorts ?? []).map(canonicalPort);
-      return net;
-    });
-  }
-  if (Object.keys(args).length > 0) out.cniArgs = { ...args };
-  if (spec.netnsPath !== undefined) out.netnsPath = spec.netnsPath;
-  if (spec.ifName !== undefined) out.ifName = spec.ifName;
-  if (spec.origin !== undefined) out.origin = { ...spec.origin };
-  return sortKeys(out) as Record<string, Json>;
+export function configuratorSpecsOf(spec: RunnerSpec): AllocNetworkSpec[] {
+  const known = decodedAttachments.get(spec);
+  if (known !== undefined) return [...known];
+  if (!hasAttachments(spec)) return [configuratorSpec(spec)];
+  return specsOf(configuratorBase(spec));
 }
 
-/** The top-level fields on which two specs differ (by their canonical forms), sorted. */
-export function specDifferences(a: RunnerSpec, b: RunnerSpec): string[] {
-  const ca = canonicalSpec(a);
-  const cb = canonicalSpec(b);
-  const keys = new Set([...Object.keys(ca), ...Object.keys(cb)]);
-  return [...keys].filter((k) => JSON.stringify(ca[k]) !== JSON.stringify(cb[k])).sort();
+/** The spec with the runner's own fields off but `attachments` kept: what `specsOf` reads. */
+function configuratorBase(spec: RunnerSpec): AllocNetworkSpec & Pick<RunnerSpec, 'attachments'> {
+  const base = decoded.get(spec) ?? configuratorSpec(spec);
+  return spec.attachments === undefined ? base : { ...base, attachments: spec.attachments };
 }

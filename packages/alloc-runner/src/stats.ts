@@ -2,6 +2,7 @@
 // live in the context (context.ts `RunnerCounters`); the gauges are read from the store and the
 // queue when asked.
 import type { RunnerContext } from './context.js';
+import { attachmentsOf } from './record.js';
 import type { AllocPhase } from './record.js';
 import type { StoreHealth } from './store.js';
 
@@ -45,6 +46,8 @@ export interface RunnerStats {
   readonly store: StoreHealth;
   /** Allocations whose network is gone but whose record a full data dir kept, now. */
   readonly unremovedRecords: number;
+  /** Ready attachments of ready allocations (the primary and each secondary) by network, now. */
+  readonly attachmentsByNetwork: Readonly<Record<string, number>>;
 }
 
 /** The runner's stats now. */
@@ -55,7 +58,14 @@ export function statsOf(ctx: RunnerContext): RunnerStats {
     'tearing-down': 0,
     failed: 0,
   };
-  for (const rec of ctx.store.list()) allocations[rec.phase]++;
+  const attachmentsByNetwork: Record<string, number> = {};
+  for (const rec of ctx.store.list()) {
+    allocations[rec.phase]++;
+    if (rec.phase !== 'ready') continue;
+    for (const view of attachmentsOf(rec))
+      if (view.phase === 'ready')
+        attachmentsByNetwork[view.network] = (attachmentsByNetwork[view.network] ?? 0) + 1;
+  }
   return {
     allocations,
     live: allocations.ready,
@@ -65,5 +75,6 @@ export function statsOf(ctx: RunnerContext): RunnerStats {
     ...ctx.counters,
     store: ctx.store.health(),
     unremovedRecords: ctx.unremoved.size,
+    attachmentsByNetwork,
   };
 }

@@ -1,8 +1,10 @@
-// One allocation's end: teardown (intent record, the configurator's teardown, the namespace the
-// runner made, the record) and the operators' forced cleanup (the configurator's sweep of the
+// One allocation's end: teardown (intent record, the configurator's teardown of each secondary
+// attachment, last first, scoped to it, then of the primary with the audit over every network,
+// the namespace the runner made, the record) and the operators' forced cleanup (the configurator's sweep of the
 // allocation's id, no DEL, the record left alone). Like lifecycle.ts, every function here runs in
 // the allocation's turn of the queue: one operation per allocation at a time, so nothing locks.
 import type { CleanupReport, TeardownReport } from '@allocnet/cni-configurator';
+import { tearDownSecondary } from './attachments.js';
 import { callOf, logInfo, madeName, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';
 import { RunnerError, abortCode, kindOf, messageOf } from './errors.js';
@@ -14,8 +16,10 @@ export interface RunnerTeardownReport {
   readonly allocId: string;
   /** Whether the allocation had a record (false: only the sweep and the namespace by name ran). */
   readonly known: boolean;
-  /** The configurator's report: the DEL's outcome and what the audit removed. */
+  /** The configurator's report of the primary: the DEL's outcome and what the audit removed. */
   readonly report: TeardownReport;
+  /** The reports of the secondary attachments, in the order they ran (last first); none: absent. */
+  readonly secondaries?: readonly TeardownReport[];
   /** Whether the runner removed a namespace it had made. */
   readonly netnsRemoved: boolean;
 }
@@ -34,9 +38,11 @@ function teardownFailure(
 }
 
 /**
- * Finishes a teardown whose intent is recorded: the configurator's teardown with the stored
- * attachment, the namespace if the runner made it, then the record. A failure leaves the
- * record `tearing-down` (the next teardown or restore finishes it) and throws `teardown-failed`.
+ * Finishes a teardown whose intent is recorded: the configurator's teardown of each secondary
+ * (last first, each with its own audit in its network), then of the primary with the stored
+ * attachment, the namespace if the runner made it, then the record. A failure leaves the record
+ * `tearing-down` (the next teardown or restore finishes it: a DEL of what is gone succeeds) and
+ * throws `teardown-failed`.
  */
 export async function finishTeardown(
   ctx: RunnerContext,
@@ -46,7 +52,10 @@ export async function finishTeardown(
   const allocId = rec.allocId;
   let report: TeardownReport;
   let netnsRemoved = false;
+  const secondaries: TeardownReport[] = [];
   try {
+    for (const entry of [...(rec.extra ?? [])].reverse())
+      secondaries.push(await tearDownSecondary(ctx, allocId, entry, callOf(signal)));
     report = await ctx.networking.teardown(allocId, rec.attachment, callOf(signal));
     ctx.crash('teardown:after-del');
     if (rec.netnsCreated) netnsRemoved = await ctx.netns.remove(madeName(rec), callOf(signal));
@@ -66,7 +75,13 @@ export async function finishTeardown(
     );
   }
   ctx.unremoved.delete(allocId);
-  return { allocId, known: true, report, netnsRemoved };
+  return {
+    allocId,
+    known: true,
+    report,
+    netnsRemoved,
+    ...(secondaries.length === 0 ? {} : { secondaries }),
+  };
 }
 
 async function teardownOnce(

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type {
   AllocAttachment,
   AllocNetworkSpec,
@@ -13,7 +14,7 @@ import type {
   SetupOutcome,
   TeardownReport,
 } from '@allocnet/cni-configurator';
-import { portMappings, requestedPortMappings } from '@allocnet/cni-configurator';
+import { ConfiguratorError, portMappings, requestedPortMappings } from '@allocnet/cni-configurator';
 
 /** The configurator's methods, and the fake's steps of one reapLeaks (`reapBatch`, `reapOrphans`). */
 export type ConfiguratorMethod =
@@ -51,18 +52,22 @@ export interface ConfiguratorCall {
   /** setup: the addresses it was to re-claim; teardown: whether it kept the holds. */
   readonly reclaim?: readonly string[];
   readonly keepHolds?: boolean;
+  /** teardown: the one attachment it was about (`TeardownOptions.only`). */
+  readonly only?: { readonly network: string; readonly ifName: string };
   /** holdAddresses: the allocation ids of the attachments given. */
   readonly held?: readonly string[];
 }
 
 /**
  * A hand-written fake of `CniConfigurator` that records every call and keeps a model of the host:
- * which allocations have a network (set up and not torn down, or planted with `leak`). It acts
- * like the real one where the runner depends on it: `setup` gives each allocation the next
- * address of 172.26.64.0/20 (or the first address to re-claim, or the `IP` CNI arg, as
- * host-local does) and refuses an allocation
- * that already has a network (a second ADD); `check` fails for one that has none; `teardown`
- * removes the allocation's network whether or not an attachment is given (the audit's sweep);
+ * which allocations have which networks, on which interface (set up and not torn down, or planted
+ * with `leak`). It acts like the real one where the runner depends on it: `setup` gives each
+ * attachment the next address of 172.26.64.0/20 (or the first address to re-claim, the first of
+ * its `ips`, or the `IP` CNI arg, as host-local does) and refuses one whose allocation already has
+ * that network or that interface (a second ADD); `check` fails for an attachment that is not
+ * there; `teardown` removes every network of the allocation whether or not an attachment is given
+ * (the audit's sweep over every network), or with `only` that one attachment; `checkSpec` knows
+ * the networks of its catalog (`addNetwork`; `mac` only where a `tuning` plugin is);
  * `findLeaks` / `reapLeaks` report / remove the allocations outside `known`. `reapLeaks` follows
  * the fence it is given as the real one does: it "scans" (the `reapLeaks` call's hold), plans the
  * allocations outside `known` and the fence's `spared`, takes them, removes them batch by batch
@@ -74,8 +79,14 @@ export interface RecordingConfigurator extends CniConfigurator {
   readonly calls: readonly ConfiguratorCall[];
   /** The calls of one method, in order. */
   callsOf(method: ConfiguratorMethod): readonly ConfiguratorCall[];
-  /** Allocations with a network on the modelled host, and the attachment their ADD gave. */
+  /** Allocations with a network on the modelled host, and the attachment of their first one. */
   readonly attached: ReadonlyMap<string, AllocAttachment>;
+  /** Every attachment of the allocation on the modelled host, in the order they were set up. */
+  attachmentsOf(allocId: string): readonly AllocAttachment[];
+  /** The specs `checkSpec` was given, in order (a pure call: not in `calls`). */
+  readonly specChecks: readonly AllocNetworkSpec[];
+  /** Adds a network to the catalog (default plugins: bridge). */
+  addNetwork(name: string, plugins?: readonly string[]): this;
   /** The next `times` calls of `method` throw `error` (after recording the call, before acting). */
   fail(method: ConfiguratorMethod, error: unknown, times?: number): this;
   /**
@@ -110,6 +121,27 @@ function isEmptyState(state: HostState): boolean {
   );
 }
 
+/** What the fake says the attachments leave tagged with their allocation, together. */
+function stateOfAll(attachments: readonly AllocAttachment[]): HostState {
+  const states = attachments.map(stateOf);
+  return {
+    rules: states.flatMap((s) => s.rules),
+    chains: states.flatMap((s) => s.chains),
+    reservations: states.flatMap((s) => s.reservations),
+    cacheFiles: states.flatMap((s) => s.cacheFiles),
+  };
+}
+
+/** The configurator's error for a spec it cannot take, naming the field. */
+function badSpec(path: (string | number)[], problem: string, network?: string): ConfiguratorError {
+  return new ConfiguratorError(`${path.join('.')} ${problem}`, {
+    code: network === undefined ? 'invalid-argument' : 'network-not-found',
+    path,
+    problem: [problem],
+    ...(network === undefined ? {} : { network }),
+  });
+}
+
 /** What the fake says a network leaves tagged with an allocation. */
 function stateOf(attachment: AllocAttachment): HostState {
   const address = attachment.addresses[0] ?? '';
@@ -139,7 +171,24 @@ function stateOf(attachment: AllocAttachment): HostState {
 
 export function createRecordingConfigurator(): RecordingConfigurator {
   const calls: ConfiguratorCall[] = [];
+  // The first attachment of each allocation (`attached`), and all of them (`networks`).
   const attached = new Map<string, AllocAttachment>();
+  const networks = new Map<string, AllocAttachment[]>();
+  const specChecks: AllocNetworkSpec[] = [];
+  const listOf = (allocId: string): AllocAttachment[] => networks.get(allocId) ?? [];
+  /** Sets the allocation's attachments, keeping `attached` its first. */
+  function setAll(allocId: string, list: AllocAttachment[]): void {
+    const first = list[0];
+    if (first === undefined) {
+      networks.delete(allocId);
+      attached.delete(allocId);
+    } else {
+      networks.set(allocId, list);
+      attached.set(allocId, first);
+    }
+  }
+  const isOf = (a: AllocAttachment, network: string, ifName: string) =>
+    a.network.name === network && a.ifName === ifName;
   const failures: { method: ConfiguratorMethod; error: unknown }[] = [];
   let next = 2;
 
@@ -159,7 +208,7 @@ export function createRecordingConfigurator(): RecordingConfigurator {
       allocId: spec.allocId,
       network: { name: network, config: JSON.stringify({ cniVersion: '1.0.0', name: network }) },
       netns,
-      ifName: 'eth0',
+      ifName: spec.ifName ?? 'eth0',
       args: [
         ...Object.entries(spec.cniArgs ?? {}),
         ['NOMAD_NAMESPACE', spec.namespace],
@@ -174,22 +223,40 @@ export function createRecordingConfigurator(): RecordingConfigurator {
 
   function leaksOutside(known: Iterable<string>): Leak[] {
     const keep = new Set(known);
-    return [...attached.values()]
-      .filter((a) => !keep.has(a.allocId))
-      .map((a) => ({ allocId: a.allocId, networks: [a.network.name], state: stateOf(a) }));
+    return [...networks.entries()]
+      .filter(([allocId]) => !keep.has(allocId))
+      .map(([allocId, list]) => ({
+        allocId,
+        networks: list.map((a) => a.network.name),
+        state: stateOfAll(list),
+      }));
   }
 
-  const catalog: NetworkCatalog = {
+  const catalog: { networks: NetworkCatalog['networks'][number][]; invalid: [] } = {
     networks: [
       { name: 'nomad', source: 'default', plugins: ['loopback', 'bridge', 'firewall', 'portmap'] },
     ],
     invalid: [],
   };
 
+  function checkSpec(spec: AllocNetworkSpec): void {
+    specChecks.push(spec);
+    const name = spec.network === undefined || spec.network === '' ? 'nomad' : spec.network;
+    const network = catalog.networks.find((n) => n.name === name);
+    if (network === undefined) throw badSpec(['network'], `"${name}" is not known`, name);
+    for (const [i, ip] of (spec.ips ?? []).entries())
+      if (isIP(ip.split('/')[0] ?? '') === 0)
+        throw badSpec(['ips', i], `${JSON.stringify(ip)} is not an IP address`);
+    if (spec.mac !== undefined && !network.plugins.includes('tuning'))
+      throw badSpec(['mac'], `cannot be asked for in network "${name}" (no plugin takes "mac")`);
+  }
+
   const fake: RecordingConfigurator = {
     calls,
     callsOf: (method) => calls.filter((c) => c.method === method),
     attached,
+    attachmentsOf: (allocId) => [...listOf(allocId)],
+    specChecks,
     before: undefined,
     checkRan: true,
     orphans: emptyHostState,
@@ -200,16 +267,22 @@ export function createRecordingConfigurator(): RecordingConfigurator {
     },
 
     leak(allocId, address = `172.26.79.${next++}`) {
-      attached.set(
-        allocId,
+      setAll(allocId, [
         attachmentFor(
           { allocId, namespace: 'default', jobId: 'leaked', groupName: 'leaked' },
           `/run/netns/gone-${allocId}`,
           address,
         ),
-      );
+      ]);
       return fake;
     },
+
+    addNetwork(name, plugins = ['bridge']) {
+      catalog.networks.push({ name, source: `${name}.conflist`, plugins: [...plugins] });
+      return fake;
+    },
+
+    checkSpec,
 
     clearCalls() {
       calls.length = 0;
@@ -236,16 +309,25 @@ export function createRecordingConfigurator(): RecordingConfigurator {
         },
         options?.signal,
       );
-      if (attached.has(spec.allocId)) {
+      const wanted = attachmentFor(spec, netns, '');
+      if (
+        listOf(spec.allocId).some(
+          (a) => a.network.name === wanted.network.name || a.ifName === wanted.ifName,
+        )
+      ) {
         throw new Error(`fake ADD: allocation "${spec.allocId}" already has a network`);
       }
-      const address = options?.reclaim?.[0] ?? spec.cniArgs?.IP ?? `172.26.64.${next++}`;
+      const address =
+        options?.reclaim?.[0] ??
+        spec.ips?.[0]?.split('/')[0] ??
+        spec.cniArgs?.IP ??
+        `172.26.64.${next++}`;
       const attachment = attachmentFor(spec, netns, address);
-      attached.set(spec.allocId, attachment);
+      setAll(spec.allocId, [...listOf(spec.allocId), attachment]);
       const status: AllocNetworkStatus = {
         allocId: spec.allocId,
         network: attachment.network.name,
-        interfaceName: 'eth0',
+        interfaceName: attachment.ifName,
         address,
         addressIpv6: '',
         dns: undefined,
@@ -260,8 +342,16 @@ export function createRecordingConfigurator(): RecordingConfigurator {
         { method: 'check', allocId: attachment.allocId, netns: attachment.netns, attachment },
         options?.signal,
       );
-      if (!attached.has(attachment.allocId)) {
+      const list = listOf(attachment.allocId);
+      if (list.length === 0) {
         throw new Error(`fake CHECK: allocation "${attachment.allocId}" has no network`);
+      }
+      if (!list.some((a) => isOf(a, attachment.network.name, attachment.ifName))) {
+        // As the real one finds it: the network is not as set up (`broken`).
+        throw new ConfiguratorError(
+          `fake CHECK: allocation "${attachment.allocId}" has no network "${attachment.network.name}" on "${attachment.ifName}"`,
+          { code: 'check-failed' },
+        );
       }
       return { ran: fake.checkRan };
     },
@@ -273,18 +363,24 @@ export function createRecordingConfigurator(): RecordingConfigurator {
           allocId,
           attachment,
           ...(options?.keepHolds === true ? { keepHolds: true } : {}),
+          ...(options?.only === undefined ? {} : { only: options.only }),
           ...(attachment === undefined ? {} : { netns: attachment.netns }),
         },
         options?.signal,
       );
-      const had = attached.get(allocId);
-      attached.delete(allocId);
+      const only = options?.only;
+      const all = listOf(allocId);
+      const had = only === undefined ? all : all.filter((a) => isOf(a, only.network, only.ifName));
+      setAll(
+        allocId,
+        all.filter((a) => !had.includes(a)),
+      );
       return {
         allocId,
         delError: undefined,
         delRan: attachment !== undefined,
         // With the ADD's attachment the DEL removes it all; without it, the sweep does.
-        removed: had !== undefined && attachment === undefined ? stateOf(had) : emptyHostState,
+        removed: had.length > 0 && attachment === undefined ? stateOfAll(had) : emptyHostState,
       };
     },
 
@@ -298,12 +394,18 @@ export function createRecordingConfigurator(): RecordingConfigurator {
         },
         options.signal,
       );
-      const had = attached.get(allocId);
-      if (options.dryRun !== true) attached.delete(allocId);
+      const all = listOf(allocId);
+      const had =
+        options.network === undefined ? all : all.filter((a) => a.network.name === options.network);
+      if (options.dryRun !== true)
+        setAll(
+          allocId,
+          all.filter((a) => !had.includes(a)),
+        );
       return {
         allocId,
         dryRun: options.dryRun === true,
-        removed: had === undefined ? emptyHostState : stateOf(had),
+        removed: had.length === 0 ? emptyHostState : stateOfAll(had),
       };
     },
 
@@ -330,7 +432,7 @@ export function createRecordingConfigurator(): RecordingConfigurator {
         const allocIds = batch.map((l) => l.allocId);
         try {
           await enter({ method: 'reapBatch', allocIds, spared: spared() });
-          for (const leak of batch) attached.delete(leak.allocId);
+          for (const leak of batch) setAll(leak.allocId, []);
           reaped.push(...batch);
         } finally {
           fence?.done(allocIds);
