@@ -6,11 +6,12 @@
 // cleanup), restore.ts (settling what a restart left), reconciler.ts (host state against the
 // records, under the reap guard of reap-guard.ts) and control.ts (start and close).
 import { silentLogger } from '@allocnet/base';
-import type { AllocNetworkStatus } from '@allocnet/cni-configurator';
+import type { AllocNetworkStatus, TeardownReport } from '@allocnet/cni-configurator';
 import { createRunnerContext, systemClock } from './context.js';
 import { createRunControl } from './control.js';
 import type { BackgroundStart, OperationOptions, StartReport } from './control.js';
 import { crashPointsFromEnv } from './crash.js';
+import { RunnerError } from './errors.js';
 import { check, setup } from './lifecycle.js';
 import type { CheckReport } from './lifecycle.js';
 import { createIpNetnsManager } from './netns.js';
@@ -27,7 +28,7 @@ import type { AllocRecord } from './record.js';
 import { settle } from './restore.js';
 import type { RestoreReport } from './restore.js';
 import { checkAllocId, decodeSpec } from './spec.js';
-import type { RunnerSpec } from './spec.js';
+import type { AttachmentSpec, RunnerSpec } from './spec.js';
 import { statsOf } from './stats.js';
 import type { RunnerStats } from './stats.js';
 import { openRunnerStore } from './store.js';
@@ -59,6 +60,25 @@ export interface AllocRunner {
    * with a different one it fails with `conflict`.
    */
   setup(spec: RunnerSpec, options?: OperationOptions): Promise<AllocNetworkStatus>;
+  /**
+   * Adds one network to a ready allocation, on its own interface. An attachment equal to a ready
+   * one on that interface: `alreadyAttached`, nothing runs; another one on that interface:
+   * `conflict`; an unknown allocation: `not-found`.
+   */
+  attach(
+    allocId: string,
+    attachment: AttachmentSpec,
+    options?: OperationOptions,
+  ): Promise<{ record: AllocRecord; alreadyAttached: boolean }>;
+  /**
+   * Removes one secondary attachment, by interface (DEL and the audit in its network only). The
+   * primary's interface: `conflict`; an unknown allocation or interface: `not-found`.
+   */
+  detach(
+    allocId: string,
+    ifName: string,
+    options?: OperationOptions,
+  ): Promise<{ record: AllocRecord; report: TeardownReport }>;
   /** CHECK of a ready allocation with exactly what its ADD used. */
   check(allocId: string, options?: OperationOptions): Promise<CheckReport>;
   /**
@@ -155,6 +175,28 @@ export async function createAllocRunner(options: AllocRunnerOptions): Promise<Al
         allocId,
         async (signal) => check(ctx, allocId, await settle(ctx, allocId, signal), signal),
         opts.signal,
+      );
+    },
+
+    // Declared for the agent's AttachNetwork and DetachNetwork; the runner's attach and detach
+    // (issue 29, part H2) replace these.
+    attach(allocId) {
+      return Promise.reject(
+        new RunnerError(`attach to allocation ${JSON.stringify(allocId)}: not built yet`, {
+          code: 'setup-failed',
+          kind: 'unavailable',
+          allocId,
+        }),
+      );
+    },
+
+    detach(allocId) {
+      return Promise.reject(
+        new RunnerError(`detach from allocation ${JSON.stringify(allocId)}: not built yet`, {
+          code: 'teardown-failed',
+          kind: 'unavailable',
+          allocId,
+        }),
       );
     },
 

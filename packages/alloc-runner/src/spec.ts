@@ -5,7 +5,7 @@ import {
   checkAllocId as checkConfiguratorAllocId,
   decodeSpec as decodeConfiguratorSpec,
 } from '@allocnet/cni-configurator';
-import type { AllocNetworkSpec, ValidAllocSpec } from '@allocnet/cni-configurator';
+import type { AllocNetworkSpec, AllocPort, ValidAllocSpec } from '@allocnet/cni-configurator';
 import { absolutePathProblem } from '@allocnet/netns';
 import { invalidInput, invalidInputOf } from './errors.js';
 
@@ -19,6 +19,27 @@ export interface CniOrigin {
   readonly runtime: string;
   readonly containerId: string;
   readonly ifName: string;
+}
+
+/**
+ * One network of an allocation, on its own interface in the allocation's namespace: an entry of
+ * `RunnerSpec.attachments` (the first is the primary), or what `attach` adds to a running one.
+ */
+export interface AttachmentSpec {
+  /** The CNI network; empty or absent means the embedded default network. */
+  readonly network?: string;
+  /** The interface inside the namespace; default `eth0` for the first, `net<k>` for index k. */
+  readonly ifName?: string;
+  /** The ports forwarded to this attachment by its network's portmap plugin. */
+  readonly ports?: readonly AllocPort[];
+  /** This attachment's own CNI args, on top of the spec's `cniArgs`. */
+  readonly cniArgs?: Readonly<Record<string, string>>;
+  /** Addresses asked of the network's IPAM (the `ips` capability, or host-local's `args.cni.ips`). */
+  readonly ips?: readonly string[];
+  /** The interface's MAC address (the `mac` capability). */
+  readonly mac?: string;
+  /** Whether this attachment keeps its default routes; at most one says true. */
+  readonly defaultRoute?: boolean;
 }
 
 /** What restore does with a setup that a crash (or a kill) interrupted. */
@@ -42,6 +63,11 @@ export interface RunnerSpec extends AllocNetworkSpec {
   readonly interruptedSetup?: InterruptedSetup;
   /** Set when a CNI runtime asked for this attachment (the agent's CNI server). */
   readonly origin?: CniOrigin;
+  /**
+   * The allocation's networks, the first the primary. Absent or empty: one attachment made of
+   * the top-level `network`, `ports`, `legacyNetworks`, `cniArgs` and `ifName`.
+   */
+  readonly attachments?: readonly AttachmentSpec[];
 }
 
 /** A spec `decodeSpec` gave (or that came back from the store): what the runner takes as is. */

@@ -2,6 +2,7 @@
 // live in the context (context.ts `RunnerCounters`); the gauges are read from the store and the
 // queue when asked.
 import type { RunnerContext } from './context.js';
+import { attachmentsOf } from './record.js';
 import type { AllocPhase } from './record.js';
 import type { StoreHealth } from './store.js';
 
@@ -11,6 +12,8 @@ export interface RunnerStats {
   readonly allocations: Readonly<Record<AllocPhase, number>>;
   /** Ready allocations, now. */
   readonly live: number;
+  /** Ready attachments of ready allocations by network name, now. */
+  readonly attachmentsByNetwork: Readonly<Record<string, number>>;
   /** Operations running / waiting for their turn, now. */
   readonly running: number;
   readonly waiting: number;
@@ -55,10 +58,20 @@ export function statsOf(ctx: RunnerContext): RunnerStats {
     'tearing-down': 0,
     failed: 0,
   };
-  for (const rec of ctx.store.list()) allocations[rec.phase]++;
+  // A Map, made an object at the end: a network may be named `__proto__`.
+  const byNetwork = new Map<string, number>();
+  for (const rec of ctx.store.list()) {
+    allocations[rec.phase]++;
+    if (rec.phase !== 'ready') continue;
+    for (const a of attachmentsOf(rec)) {
+      if (a.phase !== 'ready') continue;
+      byNetwork.set(a.network, (byNetwork.get(a.network) ?? 0) + 1);
+    }
+  }
   return {
     allocations,
     live: allocations.ready,
+    attachmentsByNetwork: Object.fromEntries(byNetwork),
     running: ctx.queue.running,
     waiting: ctx.queue.waiting,
     restoring: ctx.restoring.size,
