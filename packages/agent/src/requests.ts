@@ -251,7 +251,7 @@ function checkOwnPorts(
   } catch (error) {
     const bad = invalidInputOf(error);
     if (bad === undefined) throw error;
-    throw invalidRequest([...prefix, ...bad.path], under(prefix, bad.problem), protoField);
+    throw invalidRequest([...prefix, ...bad.path], under(prefix, bad.problem), protoField, error);
   }
 }
 
