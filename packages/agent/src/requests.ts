@@ -2,10 +2,10 @@
 // (field names as in the .proto), then the allocation spec with the runner's own decoder (ids,
 // CNI_ARGS characters, ports, the agent's `limits`), then what the configurator would only find after the runner had
 // recorded an intent and made a namespace (duplicate host ports, an unknown network), so that a
-// bad request changes nothing at all.
+// bad request changes nothing at all. A request's networks (`attachments`, AttachNetwork's
+// `attachment`) become the runner's AttachmentSpecs here; request-checks.ts checks their own
+// ports and names.
 import * as t from 'io-ts';
-import { invalidInputOf } from '@allocnet/base';
-import type { FieldPath, Problem } from '@allocnet/base';
 import { decodeSpec } from '@allocnet/alloc-runner';
 import type { AttachmentSpec, RunnerSpec } from '@allocnet/alloc-runner';
 import { NAME_PATTERN, decode, failWith, list, problem } from '@allocnet/cni';
@@ -24,6 +24,7 @@ import type {
 import { DEFAULTS } from './defaults.js';
 import { invalidRequest, show } from './errors.js';
 import { protoField } from './status.js';
+import { checkNetworksKnown, checkOwnPorts } from './request-checks.js';
 
 /**
  * The agent's caps on one allocation (config `limits.maxPorts`, `limits.maxCniArgs`,
@@ -226,60 +227,6 @@ export function attachmentSpecOf(a: NetworkAttachmentShape): AttachmentSpec {
     ...(a.mac === '' ? {} : { mac: a.mac }),
     ...(a.defaultRoute ? { defaultRoute: true } : {}),
   };
-}
-
-/** A problem's own field references moved under `prefix`, as its path is. */
-function under(prefix: FieldPath, problem: Problem): Problem {
-  return problem.map((part) =>
-    typeof part === 'string' ? part : { field: [...prefix, ...part.field] },
-  );
-}
-
-/**
- * Two ports of one attachment on one host port: the configurator would find it only after the
- * intent and the namespace exist (a ConfiguratorError naming `ports[1].value`, here under
- * `prefix`). Ports on two attachments are the runner's to refuse.
- */
-function checkOwnPorts(
-  prefix: FieldPath,
-  spec: RunnerSpec,
-  attachment: AttachmentSpec,
-  ignoreHostIps: boolean,
-): void {
-  try {
-    portMappings({ ...spec, ports: attachment.ports ?? [] }, ignoreHostIps);
-  } catch (error) {
-    const bad = invalidInputOf(error);
-    if (bad === undefined) throw error;
-    throw invalidRequest([...prefix, ...bad.path], under(prefix, bad.problem), protoField, error);
-  }
-}
-
-/**
- * Refuses a network the configurator does not know, naming the field at `paths` (its conf dir is
- * read again first: a network just added may not be in the catalog yet).
- */
-async function checkNetworksKnown(
-  wanted: readonly { readonly path: FieldPath; readonly network: string | undefined }[],
-  context: Pick<SetupContext, 'catalog' | 'reload'>,
-): Promise<void> {
-  const named = wanted.filter(
-    (w): w is { path: FieldPath; network: string } => w.network !== undefined && w.network !== '',
-  );
-  if (named.length === 0) return;
-  const unknownIn = (catalog: NetworkCatalog) =>
-    named.find((w) => !catalog.networks.some((n) => n.name === w.network));
-  let catalog = context.catalog();
-  if (unknownIn(catalog) !== undefined) catalog = await context.reload();
-  const unknown = unknownIn(catalog);
-  if (unknown === undefined) return;
-  throw invalidRequest(
-    unknown.path,
-    [
-      `${JSON.stringify(unknown.network)} is not known (networks: ${catalog.networks.map((n) => JSON.stringify(n.name)).join(', ')})`,
-    ],
-    protoField,
-  );
 }
 
 /**
