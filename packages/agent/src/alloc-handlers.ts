@@ -3,17 +3,19 @@
 // histograms. The runner keeps a reap from meeting a setup in flight: nothing here waits.
 import * as grpc from '@grpc/grpc-js';
 import { kindOf } from '@allocnet/base';
-import { isRunnerError, specDifferences } from '@allocnet/alloc-runner';
-import type { AllocRecord, AllocRunner } from '@allocnet/alloc-runner';
+import { attachmentsOf, isRunnerError, specDifferences } from '@allocnet/alloc-runner';
+import type { AllocRecord, AllocRunner, AttachmentSpec } from '@allocnet/alloc-runner';
 import { DEFAULT_NETWORK_NAME } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import type { AllocNetworkServiceHandlers } from '@allocnet/proto';
 import { cut, idForLog } from './call.js';
 import type { CallHandler } from './call.js';
 import { hostStateMessage, stateCounts, statusMessage } from './convert.js';
-import { AgentError, messageOf } from './errors.js';
+import { AgentError, invalidRequest, messageOf } from './errors.js';
 import {
+  decodeAttachRequest,
   decodeCheckRequest,
+  decodeDetachRequest,
   decodeEmptyRequest,
   decodeGetRequest,
   decodeSetupRequest,
@@ -21,11 +23,12 @@ import {
 } from './requests.js';
 import type { AllocLimits } from './requests.js';
 import type { AgentMetrics } from './metrics.js';
+import { protoField } from './status.js';
 
 /** What the scheduler's calls use of the runner. */
 export type AllocCallsRunner = Pick<
   AllocRunner,
-  'setup' | 'teardown' | 'check' | 'get' | 'list' | 'isRestoring'
+  'setup' | 'teardown' | 'check' | 'get' | 'list' | 'isRestoring' | 'attach' | 'detach'
 >;
 
 /** What the calls use of the configurator: its networks, read again for a name not known. */
@@ -201,6 +204,77 @@ function readCalls(
   };
 }
 
+/**
+ * Refuses an attachment that would give the allocation more networks than the agent's
+ * `limits.maxAttachments`. One on an interface the allocation has is left to the runner (equal:
+ * already attached; different: a conflict), as is an allocation it does not know.
+ */
+function checkAttachmentCount(
+  record: AllocRecord | undefined,
+  attachment: AttachmentSpec,
+  max: number,
+): void {
+  if (record === undefined) return;
+  const views = attachmentsOf(record);
+  if (views.some((v) => v.ifName === attachment.ifName) || views.length < max) return;
+  throw invalidRequest(
+    ['attachment'],
+    [
+      `would be network ${views.length + 1} of allocation ${JSON.stringify(record.allocId)}, more than the agent's limit of ${max} (limits.maxAttachments)`,
+    ],
+    protoField,
+  );
+}
+
+/** AttachNetwork and DetachNetwork: one network more or less on a running allocation. */
+function attachCalls(
+  deps: AllocHandlersDeps,
+  { unary }: CallHandler,
+): Pick<AllocNetworkServiceHandlers, 'AttachNetwork' | 'DetachNetwork'> {
+  const { runner, configurator } = deps;
+  const defaultNetwork = defaultNetworkOf(configurator);
+  return {
+    AttachNetwork: unary('attach', 'info', async (request, { signal, fields }) => {
+      const id = idForLog(request.allocId);
+      if (id !== undefined) fields.allocId = id;
+      const named = request.attachment?.network ?? '';
+      fields.network = named === '' ? defaultNetwork() : cut(named);
+      const { allocId, attachment } = await decodeAttachRequest(request, {
+        catalog: () => configurator.catalog(),
+        reload: () => configurator.reload(),
+        ignoreHostIps: deps.ignoreHostIps,
+        limits: deps.limits,
+      });
+      checkAttachmentCount(runner.get(allocId), attachment, deps.limits.maxAttachments);
+      const { record, alreadyAttached } = await runner.attach(allocId, attachment, { signal });
+      fields.alreadyAttached = alreadyAttached;
+      if (attachment.ifName !== undefined) fields.interfaceName = attachment.ifName;
+      return { status: statusMessage(record, defaultNetwork()), alreadyAttached };
+    }),
+
+    DetachNetwork: unary('detach', 'info', async (request, { signal, fields }) => {
+      const id = idForLog(request.allocId);
+      if (id !== undefined) fields.allocId = id;
+      const { allocId, ifName } = decodeDetachRequest(request);
+      fields.interfaceName = ifName;
+      const before = runner.get(allocId);
+      const view =
+        before === undefined ? undefined : attachmentsOf(before).find((v) => v.ifName === ifName);
+      if (view !== undefined) fields.network = view.network || defaultNetwork();
+      const { record, report } = await runner.detach(allocId, ifName, { signal });
+      if (report.delError !== undefined) fields.delError = report.delError;
+      const removed = stateCounts(report.removed);
+      if (Object.values(removed).some((n) => n > 0)) fields.auditRemoved = removed;
+      return {
+        status: statusMessage(record, defaultNetwork()),
+        delRan: report.delRan,
+        delError: report.delError ?? '',
+        removed: hostStateMessage(report.removed),
+      };
+    }),
+  };
+}
+
 /** AllocNetworkService's handlers, one call each, run through `calls`. */
 export function createAllocHandlers(
   deps: AllocHandlersDeps,
@@ -210,5 +284,6 @@ export function createAllocHandlers(
     SetupAllocNetwork: setupCall(deps, calls),
     TeardownAllocNetwork: teardownCall(deps, calls),
     ...readCalls(deps, calls),
+    ...attachCalls(deps, calls),
   };
 }

@@ -45,14 +45,18 @@ describe('allocnet agent', () => {
     });
   });
 
-  it('takes the caps on one allocation from --max-ports and --max-cni-args', async () => {
+  it('takes the caps on one allocation from --max-ports, --max-cni-args and --max-attachments', async () => {
     const { io: world, out } = io({ ALLOCNET_MAX_PORTS: '64' });
     expect(
-      await runAgentCli(['--print-config', '--max-ports', '4', '--max-cni-args', '2'], world),
+      await runAgentCli(
+        ['--print-config', '--max-ports', '4', '--max-cni-args', '2', '--max-attachments', '3'],
+        world,
+      ),
     ).toBe(0);
     expect((JSON.parse(out.stdout) as { limits: unknown }).limits).toEqual({
       maxPorts: 4,
       maxCniArgs: 2,
+      maxAttachments: 3,
     });
     const bad = io();
     expect(await runAgentCli(['--print-config', '--max-ports', 'lots'], bad.io)).toBe(1);
@@ -91,6 +95,7 @@ describe('allocnet agent', () => {
       '--plugin-dir',
       '--max-ports',
       '--max-cni-args',
+      '--max-attachments',
       '--dev',
     ])
       expect(help.out.stdout).toContain(flag);

@@ -233,6 +233,12 @@ export function agentCommand(io: AgentIo, options: AgentCommandOptions = {}): Co
         `CNI args one allocation may give, 0-64 (default ${DEFAULTS.maxCniArgs})`,
       ),
     )
+    .addOption(
+      new Option(
+        '--max-attachments <n>',
+        `networks one allocation may have, 1-64 (default ${DEFAULTS.maxAttachments})`,
+      ),
+    )
     .addOption(new Option('--print-config', 'print the effective configuration as JSON and exit'))
     .addOption(
       new Option(

@@ -128,6 +128,7 @@ export const LayerCodec = section('config', {
   limits: section('limits', {
     maxPorts: whole('MaxPorts', 0, LIMITS.ports),
     maxCniArgs: whole('MaxCniArgs', 0, LIMITS.cniArgs),
+    maxAttachments: whole('MaxAttachments', 1, LIMITS.attachments),
   }),
 });
 

@@ -54,7 +54,7 @@ const DEFAULT_CONFIG: AgentConfig = {
   log: { level: 'info', format: 'json' },
   metrics: { address: '127.0.0.1:9464' },
   shutdownTimeoutMs: 30000,
-  limits: { maxPorts: 128, maxCniArgs: 64 },
+  limits: { maxPorts: 128, maxCniArgs: 64, maxAttachments: 8 },
 };
 
 describe('loadAgentConfig', () => {
@@ -105,7 +105,7 @@ log: { level: debug, format: text }
 metrics: { address: "[::1]:9500" }
 shutdownTimeoutMs: 10000
 readyFile: /run/a/ready.json
-limits: { maxPorts: 16, maxCniArgs: 0 }
+limits: { maxPorts: 16, maxCniArgs: 0, maxAttachments: 2 }
 `,
     );
     expect(await loadAgentConfig({ file: path, env: {} })).toEqual({
@@ -143,7 +143,7 @@ limits: { maxPorts: 16, maxCniArgs: 0 }
       metrics: { address: '[::1]:9500' },
       shutdownTimeoutMs: 10000,
       readyFile: '/run/a/ready.json',
-      limits: { maxPorts: 16, maxCniArgs: 0 },
+      limits: { maxPorts: 16, maxCniArgs: 0, maxAttachments: 2 },
     });
   });
 
@@ -186,6 +186,7 @@ limits: { maxPorts: 16, maxCniArgs: 0 }
         ALLOCNET_READY_FILE: '/r.json',
         ALLOCNET_MAX_PORTS: '1024',
         ALLOCNET_MAX_CNI_ARGS: '8',
+        ALLOCNET_MAX_ATTACHMENTS: '64',
         // Other ALLOCNET_* variables belong to other tools and are left alone.
         ALLOCNET_ADDRESS: 'whatever',
         ALLOCNET_TESTNS_PREFIX: 'ant-1',
@@ -213,7 +214,7 @@ limits: { maxPorts: 16, maxCniArgs: 0 }
       metrics: { address: 'off' },
       shutdownTimeoutMs: 5,
       readyFile: '/r.json',
-      limits: { maxPorts: 1024, maxCniArgs: 8 },
+      limits: { maxPorts: 1024, maxCniArgs: 8, maxAttachments: 64 },
     });
   });
 
@@ -238,7 +239,7 @@ limits: { maxPorts: 16, maxCniArgs: 0 }
           flags: { 'max-cni-args': '1' },
         })
       ).limits,
-    ).toEqual({ maxPorts: 4, maxCniArgs: 1 });
+    ).toEqual({ maxPorts: 4, maxCniArgs: 1, maxAttachments: 8 });
     expect(config.cni).toEqual({
       pluginDirs: ['/f1', '/f2'],
       confDir: '/flag/net.d',
@@ -378,9 +379,14 @@ limits: { maxPorts: 16, maxCniArgs: 0 }
       'config: limits.maxCniArgs should be a whole number from 0 to 64, got "many" (env ALLOCNET_MAX_CNI_ARGS)',
     ],
     [
+      'no attachment at all',
+      { flags: { 'max-attachments': '0' } },
+      'config: limits.maxAttachments should be a whole number from 1 to 64, got 0 (flag --max-attachments)',
+    ],
+    [
       'an unknown limit',
       { file: 'limits: { maxArgs: 3 }\n' },
-      'config: limits.maxArgs is not a known key (known: maxPorts, maxCniArgs) (<file>)',
+      'config: limits.maxArgs is not a known key (known: maxPorts, maxCniArgs, maxAttachments) (<file>)',
     ],
     [
       'a top level that is not a map',

@@ -92,8 +92,9 @@ export interface AgentConfig {
   readonly readyFile?: string;
   /**
    * What one allocation may ask for, over gRPC and through the CNI server alike: `maxPorts`
-   * (default 128, at most 1024) and `maxCniArgs` (default 64, at most 64). More is refused
-   * before anything runs, naming the field and the key.
+   * (default 128, at most 1024), `maxCniArgs` (default 64, at most 64) and `maxAttachments`
+   * (networks, the primary included: default 8, 1 to 64). More is refused before anything runs,
+   * naming the field and the key.
    */
   readonly limits: AllocLimits;
 }
@@ -277,6 +278,7 @@ function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
     limits: {
       maxPorts: layer.limits?.maxPorts ?? DEFAULTS.maxPorts,
       maxCniArgs: layer.limits?.maxCniArgs ?? DEFAULTS.maxCniArgs,
+      maxAttachments: layer.limits?.maxAttachments ?? DEFAULTS.maxAttachments,
     },
   };
   return config;

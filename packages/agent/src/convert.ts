@@ -1,8 +1,21 @@
 // The runner's records and the configurator's reports as the .proto's messages.
-import type { AllocPhase, AllocRecord, StrayNamespace } from '@allocnet/alloc-runner';
-import type { HostState, Leak, NetworkCatalog } from '@allocnet/cni-configurator';
+import { attachmentsOf } from '@allocnet/alloc-runner';
+import type {
+  AllocPhase,
+  AllocRecord,
+  AttachmentView,
+  StrayNamespace,
+} from '@allocnet/alloc-runner';
+import type {
+  AllocNetworkStatus as RunnerNetworkStatus,
+  HostState,
+  Leak,
+  NetworkCatalog,
+} from '@allocnet/cni-configurator';
 import type {
   AllocNetworkStatus,
+  AttachmentStatus,
+  DnsConfig as DnsConfigMessage,
   HostState as HostStateMessage,
   InvalidConfigFile,
   Leak as LeakMessage,
@@ -18,6 +31,70 @@ const PHASES: Readonly<Record<AllocPhase, Phase>> = {
   failed: 'PHASE_FAILED',
 };
 
+function dnsMessage(status: RunnerNetworkStatus | undefined): DnsConfigMessage {
+  return {
+    servers: [...(status?.dns?.servers ?? [])],
+    searches: [...(status?.dns?.searches ?? [])],
+    options: [...(status?.dns?.options ?? [])],
+  };
+}
+
+function portMappingMessages(
+  status: RunnerNetworkStatus | undefined,
+): NonNullable<AllocNetworkStatus['portMappings']> {
+  return (status?.portMappings ?? []).map((m) => ({
+    hostPort: m.hostPort,
+    containerPort: m.containerPort,
+    protocol: m.protocol,
+    hostIp: m.hostIP ?? '',
+  }));
+}
+
+/**
+ * An attachment's interface as its recorded CNI result tells it: the interface named `ifName`
+ * inside the attachment's namespace (`sandbox`), its addresses with their prefix length, MAC and
+ * gateways; without a result (records written before results were kept), the status' addresses.
+ */
+function interfaceOf(view: AttachmentView): {
+  addresses: string[];
+  mac: string;
+  gateways: string[];
+} {
+  const result = view.attachment?.result;
+  const index =
+    result?.interfaces.findIndex(
+      (i) => i.name === view.ifName && i.sandbox === view.attachment?.netns,
+    ) ?? -1;
+  if (result === undefined || index < 0) {
+    const bare = [view.status?.address ?? '', view.status?.addressIpv6 ?? ''];
+    return { addresses: bare.filter((a) => a !== ''), mac: '', gateways: [] };
+  }
+  const ips = result.ips.filter((ip) => ip.interface === index);
+  const gateways = ips.flatMap((ip) => (ip.gateway === undefined ? [] : [ip.gateway]));
+  return {
+    addresses: ips.map((ip) => ip.address),
+    mac: result.interfaces[index]?.mac ?? '',
+    gateways: [...new Set(gateways)],
+  };
+}
+
+/** One attachment of a record as `AttachmentStatus`. */
+function attachmentMessage(
+  view: AttachmentView,
+  defaultNetwork: string,
+  restoring: boolean,
+): AttachmentStatus {
+  return {
+    network: view.network || defaultNetwork,
+    interfaceName: view.ifName,
+    phase: restoring ? 'PHASE_RESTORING' : PHASES[view.phase],
+    ...interfaceOf(view),
+    dns: dnsMessage(view.status),
+    portMappings: portMappingMessages(view.status),
+    attached: view.attached,
+  };
+}
+
 /**
  * An allocation's record as `AllocNetworkStatus`. A record that is not ready has no status from
  * the plugins: its network is the one its spec asked for (`defaultNetwork` when none). `origin`
@@ -32,25 +109,17 @@ export function statusMessage(
   const status = record.status;
   const origin = record.spec.origin;
   const attempts = status?.attempts ?? 0;
+  const views = attachmentsOf(record);
   return {
     allocId: record.allocId,
-    network: status?.network ?? (record.spec.network || defaultNetwork),
+    network: status?.network ?? (views[0]?.network || defaultNetwork),
     phase: restoring ? 'PHASE_RESTORING' : PHASES[record.phase],
     interfaceName: status?.interfaceName ?? '',
     address: status?.address ?? '',
     addressIpv6: status?.addressIpv6 ?? '',
-    dns: {
-      servers: [...(status?.dns?.servers ?? [])],
-      searches: [...(status?.dns?.searches ?? [])],
-      options: [...(status?.dns?.options ?? [])],
-    },
+    dns: dnsMessage(status),
     netnsPath: record.netnsPath,
-    portMappings: (status?.portMappings ?? []).map((m) => ({
-      hostPort: m.hostPort,
-      containerPort: m.containerPort,
-      protocol: m.protocol,
-      hostIp: m.hostIP ?? '',
-    })),
+    portMappings: portMappingMessages(status),
     attempts,
     retryCount: Math.max(0, attempts - 1),
     updatedAtUnixMs: record.updatedAtMs,
@@ -65,6 +134,7 @@ export function statusMessage(
             ifname: origin.ifName,
           },
         }),
+    attachments: views.map((view) => attachmentMessage(view, defaultNetwork, restoring)),
   };
 }
 

@@ -34,6 +34,8 @@ export const DEFAULTS = {
   maxPorts: 128,
   /** CNI args one allocation may give (the decoder's fixed limit as well). */
   maxCniArgs: 64,
+  /** Networks one allocation may have, the primary included (each is a chain of plugin runs). */
+  maxAttachments: 8,
 } as const;
 
 /**

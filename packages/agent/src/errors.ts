@@ -96,12 +96,14 @@ export function isAgentError(value: unknown): value is AgentError {
 
 /**
  * An `invalid-request` error: `<field> <problem>`, the field in the .proto's spelling given by
- * `spell` (status.ts `protoField`).
+ * `spell` (status.ts `protoField`); `cause`, a library's error it restates (its code stays the
+ * `allocnet-error` a client sees).
  */
 export function invalidRequest(
   path: FieldPath,
   problem: Problem,
   spell: (path: FieldPath) => string,
+  cause?: unknown,
 ): AgentError {
   const field = spell(path);
   return new AgentError(`${field} ${renderProblem(problem, spell)}`, {
@@ -109,6 +111,7 @@ export function invalidRequest(
     field,
     path,
     problem,
+    ...(cause === undefined ? {} : { cause }),
   });
 }
 

@@ -6,6 +6,7 @@ function stats(extra: Partial<RunnerStats> = {}): RunnerStats {
   return {
     allocations: { 'setting-up': 1, ready: 3, 'tearing-down': 0, failed: 2 },
     live: 3,
+    attachmentsByNetwork: { nomad: 3, storage: 1 },
     running: 0,
     waiting: 0,
     restoring: 0,
@@ -103,6 +104,19 @@ describe('createAgentMetrics', () => {
     ]);
     now = stats({ live: 0 });
     expect(await samples(m, 'allocnet_live_allocations')).toEqual(['allocnet_live_allocations 0']);
+  });
+
+  it('counts ready attachments by network, dropping a network that has none left', async () => {
+    let now = stats();
+    const m = createAgentMetrics({ stats: () => now, version: '0', processMetrics: false });
+    expect(await samples(m, 'allocnet_attachments')).toEqual([
+      'allocnet_attachments{network="nomad"} 3',
+      'allocnet_attachments{network="storage"} 1',
+    ]);
+    now = stats({ attachmentsByNetwork: { nomad: 2 } });
+    expect(await samples(m, 'allocnet_attachments')).toEqual([
+      'allocnet_attachments{network="nomad"} 2',
+    ]);
   });
 
   it('says whether the state store is writable, and counts the writes a full data dir refused', async () => {

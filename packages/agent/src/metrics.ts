@@ -184,6 +184,18 @@ function runnerMetrics(registers: Registers, stats: () => RunnerStats | undefine
         this.set({ phase }, now?.allocations[phase] ?? 0);
     },
   });
+  new Gauge({
+    name: 'allocnet_attachments',
+    help: 'Ready networks of ready allocations now (the primary and each secondary), by network',
+    labelNames: ['network'] as const,
+    registers,
+    collect() {
+      // A network with none left drops out rather than showing 0 for ever.
+      this.reset();
+      for (const [network, n] of Object.entries(stats()?.attachmentsByNetwork ?? {}))
+        this.set({ network }, n);
+    },
+  });
   readGauge(
     registers,
     'allocnet_restoring_allocations',

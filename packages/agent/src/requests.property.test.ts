@@ -137,6 +137,7 @@ const validSetup: fc.Arbitrary<SetupAllocNetworkRequest__Output> = fc.record({
     { maxKeys: 3 },
   ),
   netnsPath: fc.constantFrom('', '/run/netns/x', '/proc/1/ns/net'),
+  attachments: fc.constant([]),
 });
 
 /** The spec a valid request describes: the proto defaults (empty, 0) left out. */

@@ -39,6 +39,7 @@ function request(
     networks: [],
     cniArgs: {},
     netnsPath: '',
+    attachments: [],
     ...extra,
   };
 }
@@ -169,7 +170,7 @@ describe("the agent's limits on one allocation", () => {
           reloads++;
           return Promise.resolve(catalog);
         },
-        limits: { maxPorts: 2, maxCniArgs: 1 },
+        limits: { maxPorts: 2, maxCniArgs: 1, maxAttachments: 8 },
       };
       // An unknown network would re-read the conf dir: the limit is checked first.
       expect(await refused(request({ ...extra, network: 'nowhere' }), ctx)).toEqual({
@@ -182,7 +183,7 @@ describe("the agent's limits on one allocation", () => {
   );
 
   it('takes up to the limits; without limits in the context, the defaults (128 ports, 64 args)', async () => {
-    const limits = { maxPorts: 2, maxCniArgs: 1 };
+    const limits = { maxPorts: 2, maxCniArgs: 1, maxAttachments: 8 };
     await expect(
       decodeSetupRequest(request({ ports: ports(2), cniArgs: { a: '1' } }), {
         ...context,

@@ -2,15 +2,19 @@
 // (field names as in the .proto), then the allocation spec with the runner's own decoder (ids,
 // CNI_ARGS characters, ports, the agent's `limits`), then what the configurator would only find after the runner had
 // recorded an intent and made a namespace (duplicate host ports, an unknown network), so that a
-// bad request changes nothing at all.
+// bad request changes nothing at all. A request's networks (`attachments`, AttachNetwork's
+// `attachment`) become the runner's AttachmentSpecs here; request-checks.ts checks their own
+// ports and names.
 import * as t from 'io-ts';
 import { decodeSpec } from '@allocnet/alloc-runner';
-import type { RunnerSpec } from '@allocnet/alloc-runner';
+import type { AttachmentSpec, RunnerSpec } from '@allocnet/alloc-runner';
 import { NAME_PATTERN, decode, failWith, list, problem } from '@allocnet/cni';
 import { checkAllocId, portMappings } from '@allocnet/cni-configurator';
 import type { NetworkCatalog } from '@allocnet/cni-configurator';
 import type {
+  AttachNetworkRequest__Output,
   CheckAllocNetworkRequest__Output,
+  DetachNetworkRequest__Output,
   ForceCleanupRequest__Output,
   GetAllocNetworkRequest__Output,
   ReapLeaksRequest__Output,
@@ -20,18 +24,23 @@ import type {
 import { DEFAULTS } from './defaults.js';
 import { invalidRequest, show } from './errors.js';
 import { protoField } from './status.js';
+import { checkNetworksKnown, checkOwnPorts } from './request-checks.js';
 
 /**
- * The agent's caps on one allocation (config `limits.maxPorts`, `limits.maxCniArgs`): the
- * runner's `SpecLimits`, which `decodeSpec` applies for both front doors (this one and the CNI
- * server's). Read off `decodeSpec`, as @allocnet/alloc-runner does not export the type by name.
+ * The agent's caps on one allocation (config `limits.maxPorts`, `limits.maxCniArgs`,
+ * `limits.maxAttachments`): the runner's `SpecLimits`, which `decodeSpec` applies for both front
+ * doors (this one and the CNI server's). Read off `decodeSpec`, as @allocnet/alloc-runner does not
+ * export the type by name.
  */
-export type AllocLimits = NonNullable<Parameters<typeof decodeSpec>[1]>;
+export type AllocLimits = NonNullable<Parameters<typeof decodeSpec>[1]> & {
+  readonly maxAttachments: number;
+};
 
 /** The caps when none are given: the agent's defaults. */
 export const DEFAULT_LIMITS: AllocLimits = {
   maxPorts: DEFAULTS.maxPorts,
   maxCniArgs: DEFAULTS.maxCniArgs,
+  maxAttachments: DEFAULTS.maxAttachments,
 };
 
 /**
@@ -46,6 +55,8 @@ export const LIMITS = {
   ports: 1024,
   legacyNetworks: 16,
   cniArgs: 64,
+  attachments: 64,
+  ips: 16,
   batchSize: 10_000,
 } as const;
 
@@ -112,6 +123,21 @@ const LegacyNetworkShape = t.type({
   }),
 });
 
+const NetworkAttachmentShape = t.type({
+  network: text('Network', LIMITS.field),
+  interfaceName: text('InterfaceName', LIMITS.field),
+  ports: list('Ports', PortShape, { max: LIMITS.ports, what: 'ports', allowEmpty: true }),
+  cniArgs: StringMap,
+  ips: list('Ips', text('Ip', LIMITS.field), {
+    max: LIMITS.ips,
+    what: 'addresses',
+    allowEmpty: true,
+  }),
+  mac: text('Mac', LIMITS.field),
+  defaultRoute: Bool,
+});
+type NetworkAttachmentShape = t.TypeOf<typeof NetworkAttachmentShape>;
+
 const SetupShape = t.type({
   allocId: text('AllocId', LIMITS.allocId),
   region: text('Region', LIMITS.field),
@@ -127,6 +153,21 @@ const SetupShape = t.type({
   }),
   cniArgs: StringMap,
   netnsPath: text('NetnsPath', LIMITS.netnsPath),
+  attachments: list('Attachments', NetworkAttachmentShape, {
+    max: LIMITS.attachments,
+    what: 'attachments',
+    allowEmpty: true,
+  }),
+});
+
+const AttachShape = t.type({
+  allocId: text('AllocId', LIMITS.allocId),
+  attachment: NetworkAttachmentShape,
+});
+
+const DetachShape = t.type({
+  allocId: text('AllocId', LIMITS.allocId),
+  interfaceName: text('InterfaceName', LIMITS.field),
 });
 
 const AllocIdShape = t.type({ allocId: text('AllocId', LIMITS.allocId) });
@@ -163,22 +204,43 @@ export interface SetupContext {
   readonly limits?: AllocLimits;
 }
 
+function portOf(p: { label: string; value: number; to: number; hostIp?: string }) {
+  return {
+    label: p.label,
+    value: p.value,
+    ...(p.to === 0 ? {} : { to: p.to }),
+    ...(p.hostIp === undefined || p.hostIp === '' ? {} : { hostIp: p.hostIp }),
+  };
+}
+
+/**
+ * A NetworkAttachment as the runner's `AttachmentSpec`: the proto's defaults (empty strings and
+ * lists, `default_route` false) mean "not set", so that the runner's own defaults apply.
+ */
+export function attachmentSpecOf(a: NetworkAttachmentShape): AttachmentSpec {
+  return {
+    ...(a.network === '' ? {} : { network: a.network }),
+    ...(a.interfaceName === '' ? {} : { ifName: a.interfaceName }),
+    ...(a.ports.length === 0 ? {} : { ports: a.ports.map(portOf) }),
+    ...(Object.keys(a.cniArgs).length === 0 ? {} : { cniArgs: a.cniArgs }),
+    ...(a.ips.length === 0 ? {} : { ips: a.ips }),
+    ...(a.mac === '' ? {} : { mac: a.mac }),
+    ...(a.defaultRoute ? { defaultRoute: true } : {}),
+  };
+}
+
 /**
  * A SetupAllocNetworkRequest as the runner's spec, or INVALID_ARGUMENT naming the field. The
  * proto's defaults (empty strings, `to` 0, empty lists) mean "not set". More ports or CNI args
  * than the agent's `limits` allow are refused here, before the runner records anything.
+ * `attachments` become the spec's `attachments`, which the runner's decoder checks as a whole
+ * (interfaces, networks, default routes, ports across attachments, `limits.maxAttachments`).
  */
 export async function decodeSetupRequest(
   request: SetupAllocNetworkRequest__Output,
   context: SetupContext,
 ): Promise<RunnerSpec> {
   const r = shape(SetupShape, request);
-  const port = (p: { label: string; value: number; to: number; hostIp?: string }) => ({
-    label: p.label,
-    value: p.value,
-    ...(p.to === 0 ? {} : { to: p.to }),
-    ...(p.hostIp === undefined || p.hostIp === '' ? {} : { hostIp: p.hostIp }),
-  });
   const input = {
     allocId: r.allocId,
     namespace: r.namespace,
@@ -186,17 +248,18 @@ export async function decodeSetupRequest(
     groupName: r.groupName,
     ...(r.region === '' ? {} : { region: r.region }),
     ...(r.network === '' ? {} : { network: r.network }),
-    ...(r.ports.length === 0 ? {} : { ports: r.ports.map(port) }),
+    ...(r.ports.length === 0 ? {} : { ports: r.ports.map(portOf) }),
     ...(r.networks.length === 0
       ? {}
       : {
           legacyNetworks: r.networks.map((n) => ({
-            ...(n.reservedPorts.length === 0 ? {} : { reservedPorts: n.reservedPorts.map(port) }),
-            ...(n.dynamicPorts.length === 0 ? {} : { dynamicPorts: n.dynamicPorts.map(port) }),
+            ...(n.reservedPorts.length === 0 ? {} : { reservedPorts: n.reservedPorts.map(portOf) }),
+            ...(n.dynamicPorts.length === 0 ? {} : { dynamicPorts: n.dynamicPorts.map(portOf) }),
           })),
         }),
     ...(Object.keys(r.cniArgs).length === 0 ? {} : { cniArgs: r.cniArgs }),
     ...(r.netnsPath === '' ? {} : { netnsPath: r.netnsPath }),
+    ...(r.attachments.length === 0 ? {} : { attachments: r.attachments.map(attachmentSpecOf) }),
   };
   // The runner's decoder: the same rules its setup applies, and the agent's limits (a RunnerError
   // naming `spec.…`).
@@ -204,22 +267,81 @@ export async function decodeSetupRequest(
   // Two ports on one host port: the configurator would find it only after the intent and the
   // namespace exist (a ConfiguratorError naming `ports[1].value`).
   portMappings(spec, context.ignoreHostIps);
-  if (spec.network !== undefined) {
-    const known = (catalog: NetworkCatalog) =>
-      catalog.networks.some((n) => n.name === spec.network);
-    let catalog = context.catalog();
-    if (!known(catalog)) catalog = await context.reload();
-    if (!known(catalog)) {
+  const attachments = spec.attachments ?? [];
+  attachments.forEach((a, k) => {
+    checkOwnPorts(['attachments', k], spec, a, context.ignoreHostIps);
+  });
+  await checkNetworksKnown(
+    [
+      { path: ['network'], network: spec.network },
+      ...attachments.map((a, k) => ({ path: ['attachments', k, 'network'], network: a.network })),
+    ],
+    context,
+  );
+  return spec;
+}
+
+/** What AttachNetwork asks for. */
+export interface AttachArgs {
+  readonly allocId: string;
+  readonly attachment: AttachmentSpec;
+}
+
+/**
+ * An AttachNetworkRequest, or INVALID_ARGUMENT naming the field (`attachment.ports[1].value`):
+ * its shape, the agent's `limits.maxPorts` and `limits.maxCniArgs` for the attachment, its own
+ * ports, its network known. The runner checks the rest against the allocation it joins.
+ */
+export async function decodeAttachRequest(
+  request: AttachNetworkRequest__Output,
+  context: SetupContext,
+): Promise<AttachArgs> {
+  if ((request as { attachment?: unknown }).attachment === null)
+    throw invalidRequest(['attachment'], ['is missing'], protoField);
+  const r = shape(AttachShape, request);
+  const allocId = checkAllocId(r.allocId, 'alloc_id');
+  const attachment = attachmentSpecOf(r.attachment);
+  const limits = context.limits ?? DEFAULT_LIMITS;
+  const over = (field: string, count: number, max: number, key: string) => {
+    if (count > max)
       throw invalidRequest(
-        ['network'],
-        [
-          `${JSON.stringify(spec.network)} is not known (networks: ${catalog.networks.map((n) => JSON.stringify(n.name)).join(', ')})`,
-        ],
+        ['attachment', field],
+        [`has ${count} entries, more than the agent's limit of ${max} (limits.${key})`],
         protoField,
       );
-    }
-  }
-  return spec;
+  };
+  over('ports', r.attachment.ports.length, limits.maxPorts, 'maxPorts');
+  over('cniArgs', Object.keys(r.attachment.cniArgs).length, limits.maxCniArgs, 'maxCniArgs');
+  checkOwnPorts(
+    ['attachment'],
+    { allocId, namespace: '', jobId: '', groupName: '' },
+    attachment,
+    context.ignoreHostIps,
+  );
+  await checkNetworksKnown(
+    [{ path: ['attachment', 'network'], network: attachment.network }],
+    context,
+  );
+  return { allocId, attachment };
+}
+
+/** What DetachNetwork asks for. */
+export interface DetachArgs {
+  readonly allocId: string;
+  readonly ifName: string;
+}
+
+/** A DetachNetworkRequest, or INVALID_ARGUMENT naming the field. */
+export function decodeDetachRequest(request: DetachNetworkRequest__Output): DetachArgs {
+  const r = shape(DetachShape, request);
+  const allocId = checkAllocId(r.allocId, 'alloc_id');
+  if (r.interfaceName === '')
+    throw invalidRequest(
+      ['interfaceName'],
+      ["is empty; name the attachment's interface"],
+      protoField,
+    );
+  return { allocId, ifName: r.interfaceName };
 }
 
 export function decodeTeardownRequest(request: TeardownAllocNetworkRequest__Output): string {

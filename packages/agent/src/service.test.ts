@@ -104,7 +104,7 @@ beforeEach(async () => {
     metrics,
     logger,
     ignoreHostIps: false,
-    limits: { maxPorts: 128, maxCniArgs: 64 },
+    limits: { maxPorts: 128, maxCniArgs: 64, maxAttachments: 8 },
     info: {
       version: '9.9.9',
       reconcileMode: 'report',

@@ -52,6 +52,12 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { key: 'readyFile', env: 'ALLOCNET_READY_FILE', flag: 'ready-file', kind: 'text' },
   { key: 'limits.maxPorts', env: 'ALLOCNET_MAX_PORTS', flag: 'max-ports', kind: 'int' },
   { key: 'limits.maxCniArgs', env: 'ALLOCNET_MAX_CNI_ARGS', flag: 'max-cni-args', kind: 'int' },
+  {
+    key: 'limits.maxAttachments',
+    env: 'ALLOCNET_MAX_ATTACHMENTS',
+    flag: 'max-attachments',
+    kind: 'int',
+  },
 ];
 
 /** The environment variable that names the config file when `--config` is not given. */

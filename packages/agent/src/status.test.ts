@@ -330,8 +330,30 @@ describe('protoField', () => {
     [['netns'], 'netns_path'],
     [['batchSize'], 'batch_size'],
     [['namespace'], 'namespace'],
+    [['spec', 'attachments', 1, 'ifName'], 'attachments[1].interface_name'],
+    [['spec', 'attachments', 0, 'defaultRoute'], 'attachments[0].default_route'],
+    [['spec', 'attachments', 2, 'cniArgs', 'a;b'], 'attachments[2].cni_args["a;b"]'],
+    [['attachment', 'ports', 1, 'hostIp'], 'attachment.ports[1].host_ip'],
+    [['interfaceName'], 'interface_name'],
   ])('%j is %s', (path, expected) => {
     expect(protoField(path)).toBe(expected);
+  });
+
+  it("spells the runner's refusal of an attachment, and the other field it names, as the .proto does", () => {
+    const error = invalidInput(
+      'invalid allocation spec',
+      ['spec', 'attachments', 1, 'ifName'],
+      ['"eth0" is also the interface of ', { field: ['spec', 'attachments', 0, 'ifName'] }],
+    );
+    expect(grpcFailure(error, undefined)).toEqual({
+      code: grpc.status.INVALID_ARGUMENT,
+      details:
+        'attachments[1].interface_name "eth0" is also the interface of attachments[0].interface_name',
+      metadata: {
+        'allocnet-error': 'invalid-argument',
+        'allocnet-field': 'attachments[1].interface_name',
+      },
+    });
   });
 });
 

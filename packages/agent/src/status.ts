@@ -40,6 +40,9 @@ const PROTO_NAMES: Readonly<Record<string, string>> = {
   dynamicPorts: 'dynamic_ports',
   batchSize: 'batch_size',
   dryRun: 'dry_run',
+  interfaceName: 'interface_name',
+  ifName: 'interface_name',
+  defaultRoute: 'default_route',
 };
 
 /** Fields whose next segment is a map key, which the .proto path quotes (it may hold anything). */

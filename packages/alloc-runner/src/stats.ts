@@ -12,6 +12,8 @@ export interface RunnerStats {
   readonly allocations: Readonly<Record<AllocPhase, number>>;
   /** Ready allocations, now. */
   readonly live: number;
+  /** Ready attachments of ready allocations (the primary and each secondary) by network, now. */
+  readonly attachmentsByNetwork: Readonly<Record<string, number>>;
   /** Operations running / waiting for their turn, now. */
   readonly running: number;
   readonly waiting: number;
@@ -46,8 +48,6 @@ export interface RunnerStats {
   readonly store: StoreHealth;
   /** Allocations whose network is gone but whose record a full data dir kept, now. */
   readonly unremovedRecords: number;
-  /** Ready attachments of ready allocations (the primary and each secondary) by network, now. */
-  readonly attachmentsByNetwork: Readonly<Record<string, number>>;
 }
 
 /** The runner's stats now. */
@@ -58,23 +58,25 @@ export function statsOf(ctx: RunnerContext): RunnerStats {
     'tearing-down': 0,
     failed: 0,
   };
-  const attachmentsByNetwork: Record<string, number> = {};
+  // A Map, made an object at the end: a network may be named `__proto__`.
+  const byNetwork = new Map<string, number>();
   for (const rec of ctx.store.list()) {
     allocations[rec.phase]++;
     if (rec.phase !== 'ready') continue;
-    for (const view of attachmentsOf(rec))
-      if (view.phase === 'ready')
-        attachmentsByNetwork[view.network] = (attachmentsByNetwork[view.network] ?? 0) + 1;
+    for (const a of attachmentsOf(rec)) {
+      if (a.phase !== 'ready') continue;
+      byNetwork.set(a.network, (byNetwork.get(a.network) ?? 0) + 1);
+    }
   }
   return {
     allocations,
     live: allocations.ready,
+    attachmentsByNetwork: Object.fromEntries(byNetwork),
     running: ctx.queue.running,
     waiting: ctx.queue.waiting,
     restoring: ctx.restoring.size,
     ...ctx.counters,
     store: ctx.store.health(),
     unremovedRecords: ctx.unremoved.size,
-    attachmentsByNetwork,
   };
 }

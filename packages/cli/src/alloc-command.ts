@@ -2,7 +2,12 @@
 // (its flags, its call, its printing); `allocCommand` puts them together.
 import { Command } from 'commander';
 import { unary } from '@allocnet/proto';
-import type { Port, TeardownAllocNetworkResponse__Output } from '@allocnet/proto';
+import type {
+  DetachNetworkResponse__Output,
+  HostState__Output,
+  Port,
+  TeardownAllocNetworkResponse__Output,
+} from '@allocnet/proto';
 import { call, connectOptions, withAgent } from './agent-client.js';
 import type { ConnectOptions } from './agent-client.js';
 import { STATUS_HEADER, statusLines, statusRows } from './alloc-status.js';
@@ -10,19 +15,24 @@ import type { CliIo } from './io.js';
 import { reportedFailure, usageError } from './errors.js';
 import { formatTable } from './table.js';
 
-/** `--port label:value[:to]` into a request port. */
+/** `--port label:value[:to][@hostip]` into a request port. */
 export function parsePort(text: string): Port {
-  const match = /^([^:]+):(\d{1,5})(?::(\d{1,5}))?$/.exec(text);
+  const match = /^([^:@]+):(\d{1,5})(?::(\d{1,5}))?(?:@(.+))?$/.exec(text);
   if (match === null)
-    throw usageError(`--port ${JSON.stringify(text)} is not label:value or label:value:to`);
-  const [, label = '', value = '', to] = match;
-  return { label, value: Number(value), ...(to === undefined ? {} : { to: Number(to) }) };
+    throw usageError(`--port ${JSON.stringify(text)} is not label:value[:to][@hostip]`);
+  const [, label = '', value = '', to, hostIp] = match;
+  return {
+    label,
+    value: Number(value),
+    ...(to === undefined ? {} : { to: Number(to) }),
+    ...(hostIp === undefined ? {} : { hostIp }),
+  };
 }
 
-/** `--arg K=V` into one CNI arg. */
-export function parseArg(text: string): [string, string] {
+/** `--arg K=V` (or `flag`'s K=V) into one CNI arg. */
+export function parseArg(text: string, flag = '--arg'): [string, string] {
   const eq = text.indexOf('=');
-  if (eq < 1) throw usageError(`--arg ${JSON.stringify(text)} is not K=V`);
+  if (eq < 1) throw usageError(`${flag} ${JSON.stringify(text)} is not K=V`);
   return [text.slice(0, eq), text.slice(eq + 1)];
 }
 
@@ -52,7 +62,11 @@ function setupCommand(alloc: Command, io: CliIo): void {
       .command('setup')
       .description('give an allocation its network')
       .argument('<alloc-id>', 'the allocation id')
-      .option('--port <label:value[:to]>', 'a host port (repeat); to is the port inside', collect)
+      .option(
+        '--port <label:value[:to][@hostip]>',
+        'a host port (repeat); to is the port inside, hostip the host address to bind',
+        collect,
+      )
       .option('--network <name>', 'a named network (default: the embedded bridge network)')
       .option('--arg <K=V>', 'a CNI arg for the plugins (repeat)', collect)
       .option('--namespace <ns>', 'the workload namespace', 'default')
@@ -71,7 +85,7 @@ function setupCommand(alloc: Command, io: CliIo): void {
       groupName: o.group,
       network: o.network ?? '',
       ports: (o.port ?? []).map(parsePort),
-      cniArgs: Object.fromEntries((o.arg ?? []).map(parseArg)),
+      cniArgs: Object.fromEntries((o.arg ?? []).map((text) => parseArg(text))),
       netnsPath: o.netnsPath ?? '',
     };
     const response = await withAgent(o, (agent) =>
@@ -92,12 +106,26 @@ export function teardownLines(
   allocId: string,
   response: TeardownAllocNetworkResponse__Output,
 ): string[] {
-  const removed = response.removed;
-  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
-  const lines = [
+  return [
     `${allocId}: torn down${response.wasKnown ? '' : ' (the agent did not know it; swept for its id)'}`,
+    ...auditLines(response.delError, response.removed),
   ];
-  if (response.delError !== '') lines.push(`  DEL failed: ${response.delError}`);
+}
+
+/** What a detach did, for people: as a teardown's, for one interface. */
+export function detachLines(
+  allocId: string,
+  ifName: string,
+  response: DetachNetworkResponse__Output,
+): string[] {
+  return [`${allocId}: ${ifName} detached`, ...auditLines(response.delError, response.removed)];
+}
+
+/** DEL's failure, then what the audit removed after it (or that it found nothing). */
+function auditLines(delError: string, removed: HostState__Output | null): string[] {
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const lines: string[] = [];
+  if (delError !== '') lines.push(`  DEL failed: ${delError}`);
   if (
     removed === null ||
     removed.rules.length +
@@ -130,6 +158,75 @@ function teardownCommand(alloc: Command, io: CliIo): void {
     );
     if (o.json === true) print(io, response);
     else for (const line of teardownLines(allocId, response)) io.stdout.write(`${line}\n`);
+  });
+}
+
+type AttachOptions = ConnectOptions &
+  Json & {
+    network: string;
+    ifname?: string;
+    port?: string[];
+    ip?: string[];
+    mac?: string;
+    cniArg?: string[];
+    defaultRoute?: boolean;
+  };
+
+/** `alloc attach <alloc-id>` and `alloc detach <alloc-id> <ifname>`: one network more or less. */
+function attachCommands(alloc: Command, io: CliIo): void {
+  connectOptions(
+    alloc
+      .command('attach')
+      .description('attach one more network to a running allocation, on its own interface')
+      .argument('<alloc-id>', 'the allocation id')
+      .requiredOption('--network <name>', 'the CNI network to attach')
+      .option('--ifname <name>', 'the interface inside the allocation (default: a free net<k>)')
+      .option(
+        '--port <label:value[:to][@hostip]>',
+        'a host port forwarded to this interface (repeat)',
+        collect,
+      )
+      .option('--ip <address>', 'an address to ask the IPAM for (repeat)', collect)
+      .option('--mac <address>', 'the interface’s MAC address')
+      .option('--cni-arg <K=V>', 'a CNI arg for this network’s plugins (repeat)', collect)
+      .option('--default-route', 'keep the default route this network’s plugins add')
+      .option('--json', 'print JSON'),
+  ).action(async (allocId: string, o: AttachOptions) => {
+    const attachment = {
+      network: o.network,
+      interfaceName: o.ifname ?? '',
+      ports: (o.port ?? []).map(parsePort),
+      cniArgs: Object.fromEntries((o.cniArg ?? []).map((text) => parseArg(text, '--cni-arg'))),
+      ips: o.ip ?? [],
+      mac: o.mac ?? '',
+      defaultRoute: o.defaultRoute === true,
+    };
+    const response = await withAgent(o, (agent) =>
+      unary(agent.alloc, 'AttachNetwork', { allocId, attachment }, call(agent)),
+    );
+    if (o.json === true) {
+      print(io, response);
+      return;
+    }
+    if (response.status === null) throw new Error('the agent answered without a status');
+    for (const line of statusLines(response.status)) io.stdout.write(`${line}\n`);
+    if (response.alreadyAttached)
+      io.stdout.write('  (already attached with this spec: nothing ran)\n');
+  });
+
+  connectOptions(
+    alloc
+      .command('detach')
+      .description('detach a secondary network from a running allocation (never the first)')
+      .argument('<alloc-id>', 'the allocation id')
+      .argument('<ifname>', 'the interface of the network to detach')
+      .option('--json', 'print JSON'),
+  ).action(async (allocId: string, ifName: string, o: ConnectOptions & Json) => {
+    const response = await withAgent(o, (agent) =>
+      unary(agent.alloc, 'DetachNetwork', { allocId, interfaceName: ifName }, call(agent)),
+    );
+    if (o.json === true) print(io, response);
+    else for (const line of detachLines(allocId, ifName, response)) io.stdout.write(`${line}\n`);
   });
 }
 
@@ -206,5 +303,6 @@ export function allocCommand(io: CliIo): Command {
   teardownCommand(alloc, io);
   readCommands(alloc, io);
   checkCommand(alloc, io);
+  attachCommands(alloc, io);
   return alloc;
 }

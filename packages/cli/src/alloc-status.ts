@@ -1,5 +1,6 @@
 // An allocation's status as `allocnet alloc` prints it for people: lines for one, rows for many.
 import type { AllocNetworkStatus__Output, PortMapping__Output } from '@allocnet/proto';
+import { formatTable } from './table.js';
 
 function portsText(mappings: readonly PortMapping__Output[]): string {
   // tcp and udp of one port print as one: 8080→80
@@ -57,7 +58,29 @@ export function statusLines(s: AllocNetworkStatus__Output): string[] {
       ? [`  dns        ${s.dns.servers.join(',')}`]
       : []),
     ...(s.error === '' ? [] : [`  error      ${s.error}`]),
+    ...attachmentLines(s),
   ];
+}
+
+const ATTACHMENT_HEADER = ['IFNAME', 'NETWORK', 'PHASE', 'ADDRESSES', 'MAC', 'PORTS', 'BY'];
+
+/**
+ * One row per network of the allocation, the primary first: its addresses with their prefix,
+ * and `setup` or `attach` for the call that added it. None from an agent that does not list them.
+ */
+function attachmentLines(s: AllocNetworkStatus__Output): string[] {
+  if (s.attachments.length === 0) return [];
+  const rows = s.attachments.map((a) => [
+    a.interfaceName,
+    a.network,
+    phaseName(a.phase),
+    a.addresses.join(',') || '-',
+    a.mac || '-',
+    portsText(a.portMappings),
+    a.attached ? 'attach' : 'setup',
+  ]);
+  const table = formatTable(ATTACHMENT_HEADER, rows).trimEnd().split('\n');
+  return ['  networks', ...table.map((line) => `    ${line}`)];
 }
 
 export function statusRows(list: readonly AllocNetworkStatus__Output[]): string[][] {
@@ -65,6 +88,8 @@ export function statusRows(list: readonly AllocNetworkStatus__Output[]): string[
     s.allocId,
     phaseName(s.phase),
     s.network,
+    // An agent that does not list attachments has one network per allocation.
+    String(Math.max(1, s.attachments.length)),
     s.address || s.addressIpv6 || '-',
     portsText(s.portMappings),
     originName(s),
@@ -76,6 +101,7 @@ export const STATUS_HEADER = [
   'ALLOC ID',
   'PHASE',
   'NETWORK',
+  'NETS',
   'ADDRESS',
   'PORTS',
   'ORIGIN',

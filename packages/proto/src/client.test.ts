@@ -135,6 +135,7 @@ describe('unary over a unix socket', () => {
         networks: [{ reservedPorts: [], dynamicPorts: [{ label: 'admin', value: 9000, to: 0 }] }],
         cniArgs: { Rack: 'r1' },
         netnsPath: '',
+        attachments: [],
       },
     ]);
     expect(response).toEqual({
@@ -154,6 +155,7 @@ describe('unary over a unix socket', () => {
         error: '',
         netnsCreatedByAgent: false,
         origin: null,
+        attachments: [],
       },
       alreadySetUp: false,
     });

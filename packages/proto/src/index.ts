@@ -82,6 +82,26 @@ export type {
   CheckAllocNetworkResponse,
   CheckAllocNetworkResponse__Output,
 } from './gen/allocnet/v1/CheckAllocNetworkResponse.js';
+export type {
+  NetworkAttachment,
+  NetworkAttachment__Output,
+} from './gen/allocnet/v1/NetworkAttachment.js';
+export type {
+  AttachNetworkRequest,
+  AttachNetworkRequest__Output,
+} from './gen/allocnet/v1/AttachNetworkRequest.js';
+export type {
+  AttachNetworkResponse,
+  AttachNetworkResponse__Output,
+} from './gen/allocnet/v1/AttachNetworkResponse.js';
+export type {
+  DetachNetworkRequest,
+  DetachNetworkRequest__Output,
+} from './gen/allocnet/v1/DetachNetworkRequest.js';
+export type {
+  DetachNetworkResponse,
+  DetachNetworkResponse__Output,
+} from './gen/allocnet/v1/DetachNetworkResponse.js';
 
 // Messages of the operators' service (operator_service.proto).
 export type {
@@ -143,6 +163,10 @@ export type {
   AllocNetworkStatus,
   AllocNetworkStatus__Output,
 } from './gen/allocnet/v1/AllocNetworkStatus.js';
+export type {
+  AttachmentStatus,
+  AttachmentStatus__Output,
+} from './gen/allocnet/v1/AttachmentStatus.js';
 export type { CniOrigin, CniOrigin__Output } from './gen/allocnet/v1/CniOrigin.js';
 export type { DnsConfig, DnsConfig__Output } from './gen/allocnet/v1/DnsConfig.js';
 export type { PortMapping, PortMapping__Output } from './gen/allocnet/v1/PortMapping.js';

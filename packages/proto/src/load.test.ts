@@ -62,6 +62,8 @@ describe('the contract', () => {
       'GetAllocNetwork(GetAllocNetworkRequest) returns (GetAllocNetworkResponse)',
       'ListAllocNetworks(ListAllocNetworksRequest) returns (ListAllocNetworksResponse)',
       'CheckAllocNetwork(CheckAllocNetworkRequest) returns (CheckAllocNetworkResponse)',
+      'AttachNetwork(AttachNetworkRequest) returns (AttachNetworkResponse)',
+      'DetachNetwork(DetachNetworkRequest) returns (DetachNetworkResponse)',
     ]);
   });
 

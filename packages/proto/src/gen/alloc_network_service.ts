@@ -10,6 +10,18 @@ import type {
   AllocNetworkStatus__Output as _allocnet_v1_AllocNetworkStatus__Output,
 } from './allocnet/v1/AllocNetworkStatus.js';
 import type {
+  AttachNetworkRequest as _allocnet_v1_AttachNetworkRequest,
+  AttachNetworkRequest__Output as _allocnet_v1_AttachNetworkRequest__Output,
+} from './allocnet/v1/AttachNetworkRequest.js';
+import type {
+  AttachNetworkResponse as _allocnet_v1_AttachNetworkResponse,
+  AttachNetworkResponse__Output as _allocnet_v1_AttachNetworkResponse__Output,
+} from './allocnet/v1/AttachNetworkResponse.js';
+import type {
+  AttachmentStatus as _allocnet_v1_AttachmentStatus,
+  AttachmentStatus__Output as _allocnet_v1_AttachmentStatus__Output,
+} from './allocnet/v1/AttachmentStatus.js';
+import type {
   CheckAllocNetworkRequest as _allocnet_v1_CheckAllocNetworkRequest,
   CheckAllocNetworkRequest__Output as _allocnet_v1_CheckAllocNetworkRequest__Output,
 } from './allocnet/v1/CheckAllocNetworkRequest.js';
@@ -21,6 +33,14 @@ import type {
   CniOrigin as _allocnet_v1_CniOrigin,
   CniOrigin__Output as _allocnet_v1_CniOrigin__Output,
 } from './allocnet/v1/CniOrigin.js';
+import type {
+  DetachNetworkRequest as _allocnet_v1_DetachNetworkRequest,
+  DetachNetworkRequest__Output as _allocnet_v1_DetachNetworkRequest__Output,
+} from './allocnet/v1/DetachNetworkRequest.js';
+import type {
+  DetachNetworkResponse as _allocnet_v1_DetachNetworkResponse,
+  DetachNetworkResponse__Output as _allocnet_v1_DetachNetworkResponse__Output,
+} from './allocnet/v1/DetachNetworkResponse.js';
 import type {
   DnsConfig as _allocnet_v1_DnsConfig,
   DnsConfig__Output as _allocnet_v1_DnsConfig__Output,
@@ -61,6 +81,10 @@ import type {
   ListAllocNetworksResponse as _allocnet_v1_ListAllocNetworksResponse,
   ListAllocNetworksResponse__Output as _allocnet_v1_ListAllocNetworksResponse__Output,
 } from './allocnet/v1/ListAllocNetworksResponse.js';
+import type {
+  NetworkAttachment as _allocnet_v1_NetworkAttachment,
+  NetworkAttachment__Output as _allocnet_v1_NetworkAttachment__Output,
+} from './allocnet/v1/NetworkAttachment.js';
 import type {
   Port as _allocnet_v1_Port,
   Port__Output as _allocnet_v1_Port__Output,
@@ -110,6 +134,18 @@ export interface ProtoGrpcType {
         _allocnet_v1_AllocNetworkStatus,
         _allocnet_v1_AllocNetworkStatus__Output
       >;
+      AttachNetworkRequest: MessageTypeDefinition<
+        _allocnet_v1_AttachNetworkRequest,
+        _allocnet_v1_AttachNetworkRequest__Output
+      >;
+      AttachNetworkResponse: MessageTypeDefinition<
+        _allocnet_v1_AttachNetworkResponse,
+        _allocnet_v1_AttachNetworkResponse__Output
+      >;
+      AttachmentStatus: MessageTypeDefinition<
+        _allocnet_v1_AttachmentStatus,
+        _allocnet_v1_AttachmentStatus__Output
+      >;
       CheckAllocNetworkRequest: MessageTypeDefinition<
         _allocnet_v1_CheckAllocNetworkRequest,
         _allocnet_v1_CheckAllocNetworkRequest__Output
@@ -119,6 +155,14 @@ export interface ProtoGrpcType {
         _allocnet_v1_CheckAllocNetworkResponse__Output
       >;
       CniOrigin: MessageTypeDefinition<_allocnet_v1_CniOrigin, _allocnet_v1_CniOrigin__Output>;
+      DetachNetworkRequest: MessageTypeDefinition<
+        _allocnet_v1_DetachNetworkRequest,
+        _allocnet_v1_DetachNetworkRequest__Output
+      >;
+      DetachNetworkResponse: MessageTypeDefinition<
+        _allocnet_v1_DetachNetworkResponse,
+        _allocnet_v1_DetachNetworkResponse__Output
+      >;
       DnsConfig: MessageTypeDefinition<_allocnet_v1_DnsConfig, _allocnet_v1_DnsConfig__Output>;
       GetAllocNetworkRequest: MessageTypeDefinition<
         _allocnet_v1_GetAllocNetworkRequest,
@@ -149,6 +193,10 @@ export interface ProtoGrpcType {
       ListAllocNetworksResponse: MessageTypeDefinition<
         _allocnet_v1_ListAllocNetworksResponse,
         _allocnet_v1_ListAllocNetworksResponse__Output
+      >;
+      NetworkAttachment: MessageTypeDefinition<
+        _allocnet_v1_NetworkAttachment,
+        _allocnet_v1_NetworkAttachment__Output
       >;
       Phase: EnumTypeDefinition;
       Port: MessageTypeDefinition<_allocnet_v1_Port, _allocnet_v1_Port__Output>;

@@ -6,6 +6,10 @@ import type {
   AllocNetworkStatus__Output as _allocnet_v1_AllocNetworkStatus__Output,
 } from './allocnet/v1/AllocNetworkStatus.js';
 import type {
+  AttachmentStatus as _allocnet_v1_AttachmentStatus,
+  AttachmentStatus__Output as _allocnet_v1_AttachmentStatus__Output,
+} from './allocnet/v1/AttachmentStatus.js';
+import type {
   CniOrigin as _allocnet_v1_CniOrigin,
   CniOrigin__Output as _allocnet_v1_CniOrigin__Output,
 } from './allocnet/v1/CniOrigin.js';
@@ -44,6 +48,10 @@ export interface ProtoGrpcType {
       AllocNetworkStatus: MessageTypeDefinition<
         _allocnet_v1_AllocNetworkStatus,
         _allocnet_v1_AllocNetworkStatus__Output
+      >;
+      AttachmentStatus: MessageTypeDefinition<
+        _allocnet_v1_AttachmentStatus,
+        _allocnet_v1_AttachmentStatus__Output
       >;
       CniOrigin: MessageTypeDefinition<_allocnet_v1_CniOrigin, _allocnet_v1_CniOrigin__Output>;
       DnsConfig: MessageTypeDefinition<_allocnet_v1_DnsConfig, _allocnet_v1_DnsConfig__Output>;

@@ -3,6 +3,14 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import type {
+  AttachNetworkRequest as _allocnet_v1_AttachNetworkRequest,
+  AttachNetworkRequest__Output as _allocnet_v1_AttachNetworkRequest__Output,
+} from '../../allocnet/v1/AttachNetworkRequest.js';
+import type {
+  AttachNetworkResponse as _allocnet_v1_AttachNetworkResponse,
+  AttachNetworkResponse__Output as _allocnet_v1_AttachNetworkResponse__Output,
+} from '../../allocnet/v1/AttachNetworkResponse.js';
+import type {
   CheckAllocNetworkRequest as _allocnet_v1_CheckAllocNetworkRequest,
   CheckAllocNetworkRequest__Output as _allocnet_v1_CheckAllocNetworkRequest__Output,
 } from '../../allocnet/v1/CheckAllocNetworkRequest.js';
@@ -10,6 +18,14 @@ import type {
   CheckAllocNetworkResponse as _allocnet_v1_CheckAllocNetworkResponse,
   CheckAllocNetworkResponse__Output as _allocnet_v1_CheckAllocNetworkResponse__Output,
 } from '../../allocnet/v1/CheckAllocNetworkResponse.js';
+import type {
+  DetachNetworkRequest as _allocnet_v1_DetachNetworkRequest,
+  DetachNetworkRequest__Output as _allocnet_v1_DetachNetworkRequest__Output,
+} from '../../allocnet/v1/DetachNetworkRequest.js';
+import type {
+  DetachNetworkResponse as _allocnet_v1_DetachNetworkResponse,
+  DetachNetworkResponse__Output as _allocnet_v1_DetachNetworkResponse__Output,
+} from '../../allocnet/v1/DetachNetworkResponse.js';
 import type {
   GetAllocNetworkRequest as _allocnet_v1_GetAllocNetworkRequest,
   GetAllocNetworkRequest__Output as _allocnet_v1_GetAllocNetworkRequest__Output,
@@ -50,6 +66,65 @@ import type {
  */
 export interface AllocNetworkServiceClient extends grpc.Client {
   /**
+   * Attaches one more network to a set-up allocation. It gets its own interface in the
+   * allocation's namespace (Multus's dynamic networks): CNI ADD of that network, retried as a
+   * setup's is. The same attachment again (same interface, same request) answers
+   * `already_attached` without running ADD; another one on an interface the allocation has fails
+   * with FAILED_PRECONDITION; NOT_FOUND when the agent does not know the allocation. A network the
+   * allocation already has, a bad field, or more attachments than the agent's
+   * `limits.maxAttachments` is INVALID_ARGUMENT.
+   */
+  AttachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  AttachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  AttachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  AttachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  /**
+   * Attaches one more network to a set-up allocation. It gets its own interface in the
+   * allocation's namespace (Multus's dynamic networks): CNI ADD of that network, retried as a
+   * setup's is. The same attachment again (same interface, same request) answers
+   * `already_attached` without running ADD; another one on an interface the allocation has fails
+   * with FAILED_PRECONDITION; NOT_FOUND when the agent does not know the allocation. A network the
+   * allocation already has, a bad field, or more attachments than the agent's
+   * `limits.maxAttachments` is INVALID_ARGUMENT.
+   */
+  attachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  attachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  attachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  attachNetwork(
+    argument: _allocnet_v1_AttachNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_AttachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+
+  /**
    * Runs CNI CHECK on an allocation's network. An unhealthy network is a result (`healthy`
    * false), not an error; NOT_FOUND when the agent does not know the allocation.
    */
@@ -96,6 +171,59 @@ export interface AllocNetworkServiceClient extends grpc.Client {
   checkAllocNetwork(
     argument: _allocnet_v1_CheckAllocNetworkRequest,
     callback: grpc.requestCallback<_allocnet_v1_CheckAllocNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+
+  /**
+   * Detaches one secondary attachment, by interface: CNI DEL of that network only, then the
+   * cleanup and audit of what its plugins left. The primary (first) attachment cannot be detached
+   * (FAILED_PRECONDITION: tear the allocation down instead); an interface the allocation does not
+   * have, or an allocation the agent does not know, is NOT_FOUND.
+   */
+  DetachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  DetachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  DetachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  DetachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  /**
+   * Detaches one secondary attachment, by interface: CNI DEL of that network only, then the
+   * cleanup and audit of what its plugins left. The primary (first) attachment cannot be detached
+   * (FAILED_PRECONDITION: tear the allocation down instead); an interface the allocation does not
+   * have, or an allocation the agent does not know, is NOT_FOUND.
+   */
+  detachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  detachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    metadata: grpc.Metadata,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  detachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
+  ): grpc.ClientUnaryCall;
+  detachNetwork(
+    argument: _allocnet_v1_DetachNetworkRequest,
+    callback: grpc.requestCallback<_allocnet_v1_DetachNetworkResponse__Output>,
   ): grpc.ClientUnaryCall;
 
   /**
@@ -312,12 +440,37 @@ export interface AllocNetworkServiceClient extends grpc.Client {
  */
 export interface AllocNetworkServiceHandlers extends grpc.UntypedServiceImplementation {
   /**
+   * Attaches one more network to a set-up allocation. It gets its own interface in the
+   * allocation's namespace (Multus's dynamic networks): CNI ADD of that network, retried as a
+   * setup's is. The same attachment again (same interface, same request) answers
+   * `already_attached` without running ADD; another one on an interface the allocation has fails
+   * with FAILED_PRECONDITION; NOT_FOUND when the agent does not know the allocation. A network the
+   * allocation already has, a bad field, or more attachments than the agent's
+   * `limits.maxAttachments` is INVALID_ARGUMENT.
+   */
+  AttachNetwork: grpc.handleUnaryCall<
+    _allocnet_v1_AttachNetworkRequest__Output,
+    _allocnet_v1_AttachNetworkResponse
+  >;
+
+  /**
    * Runs CNI CHECK on an allocation's network. An unhealthy network is a result (`healthy`
    * false), not an error; NOT_FOUND when the agent does not know the allocation.
    */
   CheckAllocNetwork: grpc.handleUnaryCall<
     _allocnet_v1_CheckAllocNetworkRequest__Output,
     _allocnet_v1_CheckAllocNetworkResponse
+  >;
+
+  /**
+   * Detaches one secondary attachment, by interface: CNI DEL of that network only, then the
+   * cleanup and audit of what its plugins left. The primary (first) attachment cannot be detached
+   * (FAILED_PRECONDITION: tear the allocation down instead); an interface the allocation does not
+   * have, or an allocation the agent does not know, is NOT_FOUND.
+   */
+  DetachNetwork: grpc.handleUnaryCall<
+    _allocnet_v1_DetachNetworkRequest__Output,
+    _allocnet_v1_DetachNetworkResponse
   >;
 
   /**
@@ -363,11 +516,23 @@ export interface AllocNetworkServiceHandlers extends grpc.UntypedServiceImplemen
 }
 
 export interface AllocNetworkServiceDefinition extends grpc.ServiceDefinition {
+  AttachNetwork: MethodDefinition<
+    _allocnet_v1_AttachNetworkRequest,
+    _allocnet_v1_AttachNetworkResponse,
+    _allocnet_v1_AttachNetworkRequest__Output,
+    _allocnet_v1_AttachNetworkResponse__Output
+  >;
   CheckAllocNetwork: MethodDefinition<
     _allocnet_v1_CheckAllocNetworkRequest,
     _allocnet_v1_CheckAllocNetworkResponse,
     _allocnet_v1_CheckAllocNetworkRequest__Output,
     _allocnet_v1_CheckAllocNetworkResponse__Output
+  >;
+  DetachNetwork: MethodDefinition<
+    _allocnet_v1_DetachNetworkRequest,
+    _allocnet_v1_DetachNetworkResponse,
+    _allocnet_v1_DetachNetworkRequest__Output,
+    _allocnet_v1_DetachNetworkResponse__Output
   >;
   GetAllocNetwork: MethodDefinition<
     _allocnet_v1_GetAllocNetworkRequest,

@@ -16,6 +16,10 @@ import type {
   CniOrigin as _allocnet_v1_CniOrigin,
   CniOrigin__Output as _allocnet_v1_CniOrigin__Output,
 } from '../../allocnet/v1/CniOrigin.js';
+import type {
+  AttachmentStatus as _allocnet_v1_AttachmentStatus,
+  AttachmentStatus__Output as _allocnet_v1_AttachmentStatus__Output,
+} from '../../allocnet/v1/AttachmentStatus.js';
 import type { Long } from '@grpc/proto-loader';
 
 /**
@@ -85,6 +89,11 @@ export interface AllocNetworkStatus {
    * server (the `allocnet-cni` plugin); unset for an allocation set up over gRPC.
    */
   origin?: _allocnet_v1_CniOrigin | null;
+  /**
+   * Every network of the allocation, primary first (its fields repeat the top-level ones), then
+   * the secondaries in order; one entry for an allocation with one network.
+   */
+  attachments?: _allocnet_v1_AttachmentStatus[];
 }
 
 /**
@@ -154,4 +163,9 @@ export interface AllocNetworkStatus__Output {
    * server (the `allocnet-cni` plugin); unset for an allocation set up over gRPC.
    */
   origin: _allocnet_v1_CniOrigin__Output | null;
+  /**
+   * Every network of the allocation, primary first (its fields repeat the top-level ones), then
+   * the secondaries in order; one entry for an allocation with one network.
+   */
+  attachments: _allocnet_v1_AttachmentStatus__Output[];
 }

@@ -8,6 +8,10 @@ import type {
   LegacyNetwork as _allocnet_v1_LegacyNetwork,
   LegacyNetwork__Output as _allocnet_v1_LegacyNetwork__Output,
 } from '../../allocnet/v1/LegacyNetwork.js';
+import type {
+  NetworkAttachment as _allocnet_v1_NetworkAttachment,
+  NetworkAttachment__Output as _allocnet_v1_NetworkAttachment__Output,
+} from '../../allocnet/v1/NetworkAttachment.js';
 
 /**
  * What the scheduler asks for when it places an allocation on the node.
@@ -59,6 +63,16 @@ export interface SetupAllocNetworkRequest {
    * allocation's namespace.
    */
   netnsPath?: string;
+  /**
+   * The allocation's networks, in order, each on its own interface; the first is the primary (the
+   * one the top-level status fields describe). Empty: the single form, one attachment made of
+   * `network` and `ports`. When given, `network` must be empty; `ports` and `networks` ride on the
+   * first attachment (which may then have no ports of its own) and `cni_args` go to every
+   * attachment, an attachment's own on top. Every attachment must be on a different network and
+   * interface, at most one may ask for the default route, a host port may be on one attachment
+   * only, and there may be at most the agent's `limits.maxAttachments` (default 8).
+   */
+  attachments?: _allocnet_v1_NetworkAttachment[];
 }
 
 /**
@@ -111,4 +125,14 @@ export interface SetupAllocNetworkRequest__Output {
    * allocation's namespace.
    */
   netnsPath: string;
+  /**
+   * The allocation's networks, in order, each on its own interface; the first is the primary (the
+   * one the top-level status fields describe). Empty: the single form, one attachment made of
+   * `network` and `ports`. When given, `network` must be empty; `ports` and `networks` ride on the
+   * first attachment (which may then have no ports of its own) and `cni_args` go to every
+   * attachment, an attachment's own on top. Every attachment must be on a different network and
+   * interface, at most one may ask for the default route, a host port may be on one attachment
+   * only, and there may be at most the agent's `limits.maxAttachments` (default 8).
+   */
+  attachments: _allocnet_v1_NetworkAttachment__Output[];
 }
