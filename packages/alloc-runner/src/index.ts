@@ -26,9 +26,15 @@ export type {
 export { RunnerError, invalidInput, isRunnerError } from './errors.js';
 export type { RunnerErrorCode, RunnerErrorDetails } from './errors.js';
 export { canonicalSpec, checkAllocId, decodeSpec, isValidSpec, specDifferences } from './spec.js';
-export type { CniOrigin, InterruptedSetup, RunnerSpec, ValidRunnerSpec } from './spec.js';
-export { SCHEMA_VERSION } from './record.js';
-export type { AllocPhase, AllocRecord } from './record.js';
+export type {
+  AttachmentSpec,
+  CniOrigin,
+  InterruptedSetup,
+  RunnerSpec,
+  ValidRunnerSpec,
+} from './spec.js';
+export { SCHEMA_VERSION, attachmentsOf } from './record.js';
+export type { AllocPhase, AllocRecord, AttachmentView, ExtraAttachment } from './record.js';
 export { MIGRATIONS, RECORD_PREFIX, SCHEMA_KEY, openRunnerStore } from './store.js';
 export type { Migration, MigrationContext, OpenStoreOptions, RunnerStore } from './store.js';
 export { NETNS_RUN_DIR, checkNetnsName, createIpNetnsManager } from './netns.js';

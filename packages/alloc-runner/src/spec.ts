@@ -5,7 +5,7 @@ import {
   checkAllocId as checkConfiguratorAllocId,
   decodeSpec as decodeConfiguratorSpec,
 } from '@allocnet/cni-configurator';
-import type { AllocNetworkSpec, ValidAllocSpec } from '@allocnet/cni-configurator';
+import type { AllocNetworkSpec, AllocPort, ValidAllocSpec } from '@allocnet/cni-configurator';
 import { absolutePathProblem } from '@allocnet/netns';
 import { invalidInput, invalidInputOf } from './errors.js';
 
@@ -25,6 +25,24 @@ export interface CniOrigin {
 export type InterruptedSetup = 'fail' | 'finish';
 
 /**
+ * One of an allocation's networks (docs/architecture.md): a CNI network on its own interface in
+ * the allocation's namespace. `network` empty or absent is the embedded default; `ifName`
+ * defaults to `eth0` for the first, `net<k>` for the one at index k.
+ */
+export interface AttachmentSpec {
+  readonly network?: string;
+  readonly ifName?: string;
+  readonly ports?: readonly AllocPort[];
+  readonly cniArgs?: Readonly<Record<string, string>>;
+  /** Addresses asked for through the plugins' `ips` capability (or host-local's args). */
+  readonly ips?: readonly string[];
+  /** Asked for through the `mac` capability (tuning). */
+  readonly mac?: string;
+  /** Whether this attachment carries the default route (by default the first does). */
+  readonly defaultRoute?: boolean;
+}
+
+/**
  * What the runner is asked to set up: the configurator's spec, plus where the allocation's
  * network namespace is when a task driver made it.
  */
@@ -42,6 +60,13 @@ export interface RunnerSpec extends AllocNetworkSpec {
   readonly interruptedSetup?: InterruptedSetup;
   /** Set when a CNI runtime asked for this attachment (the agent's CNI server). */
   readonly origin?: CniOrigin;
+  /**
+   * The whole list of the allocation's networks, the first the primary. Absent or empty: the
+   * single form (the top-level network, ports, legacy networks, args and ifName), one attachment.
+   * With it, the top-level `network` and `ifName` stay empty; the top-level ports and legacy
+   * networks ride on the first attachment, the top-level args on every one (its own on top).
+   */
+  readonly attachments?: readonly AttachmentSpec[];
 }
 
 /** A spec `decodeSpec` gave (or that came back from the store): what the runner takes as is. */
