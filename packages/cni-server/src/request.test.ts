@@ -1,13 +1,8 @@
 import { decodeSpec } from '@allocnet/alloc-runner';
 import { answerCode } from './answer.js';
 import { CniFault } from './errors.js';
-import {
-  attachmentAllocId,
-  decodeCniRequest,
-  requestFieldOf,
-  runtimeOf,
-  specOfAdd,
-} from './request.js';
+import { attachmentAllocId, requestFieldOf, runtimeOf, specOfAdd } from './add-spec.js';
+import { decodeCniRequest } from './request.js';
 
 const CONTAINERD_ID = 'a'.repeat(64);
 
