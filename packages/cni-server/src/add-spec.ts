@@ -103,7 +103,7 @@ function portMappingField(call: CniCall, index: unknown, sub: unknown): FieldPat
 function attachmentField(call: CniCall, at: FieldPath): FieldPath {
   const [, k, field, index, sub] = at;
   if (typeof k !== 'number') return ['config', 'delegates'];
-  switch (field) {
+  switch (typeof field === 'string' ? field : '') {
     case 'ports':
       return portMappingField(call, index, sub);
     case 'cniArgs':

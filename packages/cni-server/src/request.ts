@@ -109,7 +109,8 @@ const Config = t.intersection([
   t.type({ cniVersion: Version, name: NetworkName }),
   t.partial({
     delegate: NetworkName,
-    delegates: t.array(NetworkName),
+    // Checked by delegatesOf, which names a list's problems better than t.array.
+    delegates: t.unknown,
     runtimeConfig: failWith('RuntimeConfig', (u) =>
       typeof u === 'object' && u !== null && !Array.isArray(u)
         ? (u as Record<string, unknown>)
@@ -198,15 +199,18 @@ function portMappingsOf(runtimeConfig: Record<string, unknown> | undefined): Cni
  * The conflist's `delegates`, checked: not with `delegate`, one to MAX_DELEGATES networks, each
  * named once (two attachments of one network would share its plugins' chains and state).
  */
-function delegatesOf(config: { delegate?: string; delegates?: string[] }): string[] {
+function delegatesOf(config: { delegate?: string; delegates?: unknown }): string[] {
   const at: FieldPath = ['config', 'delegates'];
-  const list = config.delegates;
-  if (list === undefined) return [];
+  const raw = config.delegates;
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw))
+    throw badField(at, `should be a list of network names, got ${show(raw)}`);
   if (config.delegate !== undefined)
     throw badField(at, 'cannot be given with config.delegate: name every network in delegates');
-  if (list.length === 0) throw badField(at, 'is empty; it should name at least one network');
-  if (list.length > MAX_DELEGATES)
-    throw badField(at, `names ${list.length} networks; at most ${MAX_DELEGATES}`);
+  if (raw.length === 0) throw badField(at, 'is empty; it should name at least one network');
+  if (raw.length > MAX_DELEGATES)
+    throw badField(at, `names ${raw.length} networks; at most ${MAX_DELEGATES}`);
+  const list = raw.map((name: unknown, i) => decodeAt(NetworkName, name, [...at, i]));
   list.forEach((name, i) => {
     const first = list.indexOf(name);
     if (first !== i)
