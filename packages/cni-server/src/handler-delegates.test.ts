@@ -9,6 +9,7 @@ import type { AllocAttachment, NetworkCatalog } from '@allocnet/cni-configurator
 import { cniResultOf, faultAnswer, faultOf } from './answer.js';
 import type { CniAnswer } from './answer.js';
 import { createCniHandler } from './handler.js';
+import type { CniHandlerOptions } from './handler.js';
 import { decodeCniRequest } from './request.js';
 import { createFakeCniRunner, createRecordingLogger, readyRecordOf } from './testing/index.js';
 import type { FakeCniRunner } from './testing/index.js';
@@ -32,7 +33,11 @@ let logger: ReturnType<typeof createRecordingLogger>;
 let reloads: number;
 
 /** Runs one request through the handler as server.ts does: the answer, or the fault's. */
-async function answer(body: unknown, catalog = catalogOf('nomad', 'storage')): Promise<CniAnswer> {
+async function answer(
+  body: unknown,
+  catalog = catalogOf('nomad', 'storage'),
+  limits: CniHandlerOptions['limits'] = { maxPorts: 128, maxCniArgs: 64 },
+): Promise<CniAnswer> {
   logger = createRecordingLogger();
   const handler = createCniHandler({
     runner,
@@ -42,7 +47,7 @@ async function answer(body: unknown, catalog = catalogOf('nomad', 'storage')): P
       return Promise.resolve(catalog);
     },
     ignoreHostIps: false,
-    limits: { maxPorts: 128, maxCniArgs: 64 },
+    limits,
     logger,
   });
   const call = decodeCniRequest(body);
@@ -179,6 +184,26 @@ describe("the CNI handler's ADD with delegates", () => {
       { address: '10.0.0.2/24', gateway: '10.0.0.1', interface: 2 },
       { address: '10.1.0.2/24', gateway: '10.1.0.1', interface: 5 },
     ]);
+  });
+});
+
+describe("the CNI handler's ADD with delegates under the agent's limits", () => {
+  it('refuses more delegates than limits.maxAttachments naming config.delegates, and asks the runner nothing', async () => {
+    // The agent's limits (SpecLimits gains maxAttachments with issue 29's runner).
+    const limits = { maxPorts: 128, maxCniArgs: 64, maxAttachments: 1 };
+    expect(
+      await answer(request('ADD', { delegates: ['nomad', 'storage'] }), undefined, limits),
+    ).toEqual({
+      status: 400,
+      body: {
+        cniVersion: '1.0.0',
+        code: 4,
+        msg: "config.delegates has 2 attachments, more than the agent's limit of 1 (limits.maxAttachments)",
+        details:
+          "invalid allocation spec: spec.attachments has 2 attachments, more than the agent's limit of 1 (limits.maxAttachments)",
+      },
+    });
+    expect(runner.calls).toEqual([]);
   });
 });
 
