@@ -2,7 +2,8 @@
 // containerd runs in a throwaway node namespace and a private mount namespace
 // (fixtures/containerd-host.ts), this process speaks CRI to it as the kubelet would, and a pod
 // sandbox's network comes from the conflist in CRI's conf dir: first Debian's plugins directly
-// (the fixture against reality), then allocnet-cni forwarding to the real agent. Needs root,
+// (the fixture against reality), then allocnet-cni forwarding to the real agent, with one network
+// and with two (`delegates`: the pod on eth0 and net1). Needs root,
 // containerd, runc, Go (the pause image is built offline), iproute2, iptables and
 // containernetworking-plugins; never touches the root namespace.
 import { existsSync } from 'node:fs';
@@ -17,6 +18,7 @@ import type { AgentHost } from './fixtures/agent-host.js';
 import { createContainerdHost } from './fixtures/containerd-host.js';
 import type { ContainerdHost, PluginSource } from './fixtures/containerd-host.js';
 import type { PodSandboxConfig } from './fixtures/cri-client.js';
+import { interfaceAddresses, writeBridgeNetwork } from './fixtures/networks.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The thin plugin, built (`pnpm --filter @allocnet/cni-plugin build`). */
@@ -267,5 +269,93 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
     expect(await host.reservations()).toEqual({});
     expect(await host.ruleset()).toEqual(baseline);
     expect(cniCalls(id)).toEqual(['ADD', 'DEL', 'DEL']);
+  });
+
+  it('gives a pod two networks from delegates (eth0 with its port, net1 on a second bridge), and Stop + Remove take both back', async () => {
+    // A second bridge network with its own subnet beside the embedded default ("nomad").
+    await writeBridgeNetwork(host, { name: 'storage', bridge: 'alnstor0', subnet: '10.89.0.0/24' });
+    const cniSocket = join(host.dir, 'cni.sock');
+    containerd = await createContainerdHost({
+      node: host.node,
+      plugins: {
+        'allocnet-cni': { copy: CNI_PLUGIN },
+        loopback: { symlink: join(PLUGIN_DIR, 'loopback') },
+      },
+      conflist: {
+        cniVersion: '1.0.0',
+        name: 'allocnet',
+        plugins: [
+          {
+            type: 'allocnet-cni',
+            delegates: ['nomad', 'storage'],
+            socket: cniSocket,
+            queueDir: join(host.dir, 'q'),
+            capabilities: { portMappings: true },
+          },
+        ],
+      },
+    });
+    const { cri } = containerd;
+    await host.start({
+      args: ['--cni-socket', cniSocket, '--cni-queue-dir', join(host.dir, 'q')],
+      enter: containerd.enter,
+    });
+    const alloc = host.alloc();
+    // A pod through both networks first: the two bridges and the shared chains stay.
+    const warm = await cri.runPodSandbox(pod(19999));
+    await cri.stopPodSandbox(warm);
+    await cri.removePodSandbox(warm);
+    const baseline = await host.ruleset();
+    const client = await host.lab.client(host.node);
+
+    const id = await cri.runPodSandbox(pod(8080));
+    const { status } = await cri.podSandboxStatus(id);
+    expect(status?.state).toBe('SANDBOX_READY');
+    const ip = status?.network?.ip ?? '';
+    // The pod's address is the first delegate's (eth0, 172.26.64.0/20).
+    expect(ip).toMatch(/^172\.26\.(6[4-9]|7[0-9])\.\d{1,3}$/);
+    // go-cni's view of allocnet's answer: both interfaces, each with its address.
+    const info = await cri.sandboxInfo(id);
+    const second = info.cniResult?.Interfaces?.net1?.IPConfigs?.[0]?.IP ?? '';
+    expect(info.cniResult?.Interfaces?.eth0?.IPConfigs?.[0]?.IP).toBe(ip);
+    expect(second).toMatch(/^10\.89\.0\.\d{1,3}$/);
+    // And the pod's namespace has them, as the result says.
+    const podNetns = await containerd.attachPodNetns(host.lab, id);
+    expect(await interfaceAddresses(`/run/netns/${podNetns}`)).toEqual({
+      lo: ['127.0.0.1'],
+      eth0: [ip],
+      net1: [second],
+    });
+    expect(await host.reservations()).toEqual({ [ip]: id });
+    expect(await host.reservations('storage')).toEqual({ [second]: id });
+    // One allocation, keyed by the sandbox id, primary on the default network.
+    const { allocations } = await unary(alloc, 'ListAllocNetworks', {});
+    expect(allocations).toEqual([
+      expect.objectContaining({
+        allocId: id,
+        network: 'nomad',
+        interfaceName: 'eth0',
+        address: ip,
+      }),
+    ]);
+
+    // Traffic reaches both: the host port from the client (eth0), and each address from the
+    // node, which is on both bridges' segments.
+    await expectPortAnswers(containerd, host.lab, client, id, 8080);
+    const server = await startEchoServer(podNetns, 80);
+    try {
+      expect(await echo(host.node.name, 'tcp', ip, 80, 'primary')).toBe('tcp:primary');
+      expect(await echo(host.node.name, 'tcp', second, 80, 'second')).toBe('tcp:second');
+    } finally {
+      await server.stop();
+    }
+
+    await cri.stopPodSandbox(id);
+    await cri.removePodSandbox(id);
+    expect(await cri.listPodSandbox()).toEqual([]);
+    expect(await unary(alloc, 'ListAllocNetworks', {})).toEqual({ allocations: [] });
+    expect(await host.reservations()).toEqual({});
+    expect(await host.reservations('storage')).toEqual({});
+    expect(await host.ruleset()).toEqual(baseline);
   });
 });

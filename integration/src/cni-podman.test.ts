@@ -1,6 +1,6 @@
 // podman 4.3 (Debian's, `network_backend = "cni"`) as a real CNI client: first with Debian's
 // plugins directly (the fixture's own check, ~1 s), then through allocnet-cni and the agent's CNI
-// server. podman runs in a node namespace and a private mount namespace (fixtures/podman-host.ts);
+// server, with one network and with two (`delegates`: eth0 and net1). podman runs in a node namespace and a private mount namespace (fixtures/podman-host.ts);
 // the agent runs in that same mount namespace, since it opens podman's CNI_NETNS paths. The
 // containers are busybox httpd; a client namespace behind a veth fetches their host ports.
 // Needs root, podman, crun, busybox-static, containernetworking-plugins and the built agent and
@@ -20,6 +20,7 @@ import {
 import type { AgentHost } from './fixtures/agent-host.js';
 import { BUSYBOX, CONTAINER_PORT, INDEX_HTML, createPodmanHost } from './fixtures/podman-host.js';
 import type { PodmanHost } from './fixtures/podman-host.js';
+import { interfaceAddresses, writeBridgeNetwork } from './fixtures/networks.js';
 
 /** The subnet of the client's link (TEST-NET-1, clear of every CNI subnet here); the node is .1. */
 const CLIENT_SUBNET = '192.0.2.0/24';
@@ -111,6 +112,8 @@ describe('podman through allocnet-cni and the agent', () => {
 
   beforeAll(async () => {
     const host = (agentHost = await createAgentHost());
+    // A second allocnet network, for the container with two (podman's network "allocnet2").
+    await writeBridgeNetwork(host, { name: 'storage', bridge: 'alnstor0', subnet: '10.89.0.0/24' });
     const podman = (podmanHost = await createPodmanHost({
       node: host.node,
       networks: [
@@ -120,6 +123,19 @@ describe('podman through allocnet-cni and the agent', () => {
           plugins: [
             {
               type: 'allocnet-cni',
+              socket: host.cniSocket,
+              queueDir: host.cniQueueDir,
+              capabilities: { portMappings: true },
+            },
+          ],
+        },
+        {
+          cniVersion: '1.0.0',
+          name: 'allocnet2',
+          plugins: [
+            {
+              type: 'allocnet-cni',
+              delegates: ['nomad', 'storage'],
               socket: host.cniSocket,
               queueDir: host.cniQueueDir,
               capabilities: { portMappings: true },
@@ -224,6 +240,62 @@ describe('podman through allocnet-cni and the agent', () => {
     expect((await podman.podman(['ps', '-aq'])).stdout).toBe('');
     expect(await host.ruleset()).toEqual(baseline);
     expect(await host.reservations()).toEqual({});
+    expect(await unary(alloc, 'ListAllocNetworks', {})).toEqual({ allocations: [] });
+  });
+
+  it('gives a container two networks from delegates (eth0 with its port, net1 on a second bridge), and rm -f takes both back', async () => {
+    const { host, podman, client, alloc } = given();
+    // A container through both networks first: the second bridge and its chains stay.
+    await podman.runHttpd({ name: 'warm2', network: 'allocnet2', hostPort: 18078 });
+    await podman.remove(['warm2']);
+    const baseline = await host.ruleset();
+
+    const id = await podman.runHttpd({ name: 'multi', network: 'allocnet2', hostPort: 18090 });
+
+    const pid = (await podman.podman(['inspect', '--format', '{{.State.Pid}}', id])).stdout.trim();
+    const inside = await interfaceAddresses(`/proc/${pid}/ns/net`);
+    expect(
+      Object.keys(inside)
+        .filter((name) => name !== 'lo')
+        .sort(),
+    ).toEqual(['eth0', 'net1']);
+    const primary = inside.eth0?.[0] ?? '';
+    const second = inside.net1?.[0] ?? '';
+    expect(inside.eth0).toHaveLength(1);
+    expect(inside.net1).toHaveLength(1);
+    expect(primary).toMatch(NOMAD_ADDRESS);
+    expect(second).toMatch(/^10\.89\.0\.\d+$/);
+    expect(await host.reservations()).toEqual({ [primary]: id });
+    expect(await host.reservations('storage')).toEqual({ [second]: id });
+    expect(await host.ruleset()).toContain(
+      `--dport 18090 -j DNAT --to-destination ${primary}:${CONTAINER_PORT}`,
+    );
+    expect((await unary(alloc, 'ListAllocNetworks', {})).allocations).toEqual([
+      expect.objectContaining({
+        allocId: id,
+        network: 'nomad',
+        interfaceName: 'eth0',
+        address: primary,
+      }),
+    ]);
+
+    // Traffic reaches both: the host port from the client (eth0), and each address from the
+    // node, which is on both bridges' segments.
+    expect(await httpGet(client.netns, `${client.nodeAddress}:18090`, '/index.html')).toEqual({
+      status: 200,
+      body: INDEX_HTML,
+    });
+    for (const address of [primary, second])
+      expect(await httpGet(host.node, `${address}:${CONTAINER_PORT}`, '/index.html')).toEqual({
+        status: 200,
+        body: INDEX_HTML,
+      });
+
+    await podman.remove(['multi']);
+
+    expect(await host.ruleset()).toEqual(baseline);
+    expect(await host.reservations()).toEqual({});
+    expect(await host.reservations('storage')).toEqual({});
     expect(await unary(alloc, 'ListAllocNetworks', {})).toEqual({ allocations: [] });
   });
 });

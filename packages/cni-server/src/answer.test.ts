@@ -1,7 +1,10 @@
 import { ERROR_KINDS } from '@allocnet/base';
 import type { ErrorKind } from '@allocnet/base';
 import { RunnerError } from '@allocnet/alloc-runner';
-import { KIND_ANSWER, answerCode, faultAnswer, faultOf } from './answer.js';
+import type { AllocRecord } from '@allocnet/alloc-runner';
+import type { CniResult } from '@allocnet/cni';
+import type { AllocAttachment } from '@allocnet/cni-configurator';
+import { KIND_ANSWER, answerCode, cniResultOf, faultAnswer, faultOf } from './answer.js';
 import { CniFault, badField, isCniFault } from './errors.js';
 import { decodeCniRequest } from './request.js';
 
@@ -107,5 +110,107 @@ describe('the refinements of bad input', () => {
         details: 'invalid allocation spec: spec.netnsPath "x" is not there',
       },
     });
+  });
+});
+
+describe('cniResultOf an allocation', () => {
+  const NETNS = '/var/run/netns/cni-1';
+
+  /** An attachment on `ifName` of `network` whose chain gave `result`. */
+  function attachmentOf(network: string, ifName: string, result?: CniResult): AllocAttachment {
+    return {
+      allocId: 'c1',
+      network: { name: network, config: '{}' },
+      netns: NETNS,
+      ifName,
+      args: [],
+      portMappings: [],
+      addresses: [],
+      ...(result === undefined ? {} : { result }),
+    };
+  }
+
+  /** A bridge chain's result: the bridge, the host veth, the sandbox's interface (index 2). */
+  function bridgeResult(bridge: string, ifName: string, address: string, gw: string): CniResult {
+    return {
+      cniVersion: '1.0.0',
+      interfaces: [
+        { name: bridge, mac: '02:00:00:00:00:01' },
+        { name: `veth-${bridge}`, mac: '02:00:00:00:00:02' },
+        { name: ifName, mac: '02:00:00:00:00:03', sandbox: NETNS },
+      ],
+      ips: [{ address, gateway: gw, interface: 2 }],
+      routes: [{ dst: '0.0.0.0/0', gw }],
+      dns: { nameservers: [gw] },
+    };
+  }
+
+  const primary = bridgeResult('nomad', 'eth0', '172.26.64.2/20', '172.26.64.1');
+  // A secondary's default route is gone from its recorded result (defaultRoute: false).
+  const storage: CniResult = {
+    ...bridgeResult('storage', 'net1', '10.77.0.2/24', '10.77.0.1'),
+    routes: [{ dst: '10.99.0.0/16', gw: '10.77.0.1' }],
+    dns: { nameservers: ['10.77.0.53'] },
+  };
+
+  function recordOf(extra: AllocRecord['extra']): AllocRecord {
+    return {
+      schema: 1,
+      allocId: 'c1',
+      spec: { allocId: 'c1', namespace: 'default', jobId: 'j', groupName: 'g' },
+      phase: 'ready',
+      netnsPath: NETNS,
+      netnsCreated: false,
+      attachment: attachmentOf('nomad', 'eth0', primary),
+      ...(extra === undefined ? {} : { extra }),
+      updatedAtMs: 0,
+    };
+  }
+
+  const extraOf = (result?: CniResult): NonNullable<AllocRecord['extra']>[number] => ({
+    spec: { allocId: 'c1', namespace: 'default', jobId: 'j', groupName: 'g', network: 'storage' },
+    phase: 'ready',
+    attached: false,
+    attachment: attachmentOf('storage', 'net1', result),
+  });
+
+  it("answers one attachment's result as its chain gave it", () => {
+    expect(cniResultOf(recordOf(undefined))).toBe(primary);
+  });
+
+  it("lists every attachment's interfaces and addresses, the primary's first, with the indexes moved", () => {
+    expect(cniResultOf(recordOf([extraOf(storage)]))).toEqual({
+      cniVersion: '1.0.0',
+      interfaces: [...primary.interfaces, ...storage.interfaces],
+      ips: [
+        { address: '172.26.64.2/20', gateway: '172.26.64.1', interface: 2 },
+        { address: '10.77.0.2/24', gateway: '10.77.0.1', interface: 5 },
+      ],
+      routes: [
+        { dst: '0.0.0.0/0', gw: '172.26.64.1' },
+        { dst: '10.99.0.0/16', gw: '10.77.0.1' },
+      ],
+      dns: { nameservers: ['172.26.64.1'] },
+    });
+  });
+
+  it('lists a route two attachments both have once, and keeps an address without an interface as it is', () => {
+    const bare: CniResult = {
+      cniVersion: '1.0.0',
+      interfaces: [],
+      ips: [{ address: '10.78.0.2/24' }],
+      routes: [{ dst: '0.0.0.0/0', gw: '172.26.64.1' }],
+      dns: {},
+    };
+    const merged = cniResultOf(recordOf([extraOf(bare)]));
+    expect(merged?.ips).toEqual([...primary.ips, { address: '10.78.0.2/24' }]);
+    expect(merged?.routes).toEqual(primary.routes);
+  });
+
+  it('has none when an attachment has no result', () => {
+    expect(cniResultOf(recordOf([extraOf(undefined)]))).toBeUndefined();
+    expect(cniResultOf({ ...recordOf(undefined), attachment: attachmentOf('nomad', 'eth0') })).toBe(
+      undefined,
+    );
   });
 });

@@ -3,12 +3,16 @@
 // input is refined by where the field is, as the spec's codes are: an `env.*` field is 7 (invalid
 // environment variables), a `cniVersion` allocnet cannot answer in 1 (incompatible version),
 // anything else 4 (invalid network config); a body over the limit is HTTP 413. Nothing reads a
-// message.
+// message. A success is the allocation's CNI result: every attachment's interfaces and
+// addresses, the primary's (the first delegate's) first.
+import { attachmentsOf } from '@allocnet/alloc-runner';
+import type { AllocRecord } from '@allocnet/alloc-runner';
 import { formatPath, invalidInputOf, messageIn, messageOf, renderProblem } from '@allocnet/base';
 import type { ErrorKind, FieldPath } from '@allocnet/base';
 import { SPEC_VERSION } from '@allocnet/cni';
+import type { CniInterface, CniIp, CniResult, CniRoute } from '@allocnet/cni';
 import { CniFault, isCniFault } from './errors.js';
-import { requestFieldOf } from './request.js';
+import { requestFieldOf } from './add-spec.js';
 import type { CniCall } from './request.js';
 
 /** An answer: the HTTP status and the JSON body (undefined: empty). */
@@ -100,4 +104,40 @@ export function faultOf(error: unknown, call: CniCall): CniFault {
     details: messageOf(error),
     cause: error,
   });
+}
+
+/**
+ * The CNI result of an allocation, as an ADD answers it: one attachment's result as its chain
+ * gave it; several merged in order, the primary's first (a runtime reads the first interface in
+ * its sandbox and its addresses as the pod's): the interfaces listed one after the other, each
+ * address's `interface` index moved by the interfaces before its attachment's, the routes of all
+ * (each once; a secondary's default routes are already gone from its result), the primary's DNS.
+ * Undefined when an attachment has no result (set up over gRPC, or by an older agent).
+ */
+export function cniResultOf(rec: AllocRecord): CniResult | undefined {
+  const results: CniResult[] = [];
+  for (const view of attachmentsOf(rec)) {
+    const result = view.attachment?.result;
+    if (result === undefined) return undefined;
+    results.push(result);
+  }
+  const [primary, ...rest] = results;
+  if (primary === undefined || rest.length === 0) return primary;
+  const interfaces: CniInterface[] = [];
+  const ips: CniIp[] = [];
+  const routes = new Map<string, CniRoute>();
+  for (const result of results) {
+    const offset = interfaces.length;
+    interfaces.push(...result.interfaces);
+    for (const ip of result.ips)
+      ips.push(ip.interface === undefined ? ip : { ...ip, interface: ip.interface + offset });
+    for (const route of result.routes) routes.set(JSON.stringify(route), route);
+  }
+  return {
+    cniVersion: primary.cniVersion,
+    interfaces,
+    ips,
+    routes: [...routes.values()],
+    dns: primary.dns,
+  };
 }

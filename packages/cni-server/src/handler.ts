@@ -1,18 +1,21 @@
 // What the CNI server does with each verb, through the same runner as a gRPC setup (records,
 // retry, gates, rollback, the teardown audit, and the runner's own guard against a leak reap
 // that started before it): ADD is a setup of the attachment's allocation in the runtime's
-// namespace, answered with the stored result in the request's cniVersion; DEL a teardown
-// (idempotent: an unknown attachment still gets the sweep); CHECK the runner's CHECK; STATUS and
-// GC as in spec 1.1. Failures are thrown as they come; the server answers them (answer.ts).
+// namespace (every network of the conflist's `delegates`, all or nothing: the runner's setup of
+// its attachments), answered with the stored result in the request's cniVersion; DEL a teardown
+// (idempotent: an unknown attachment still gets the sweep; the runner tears down every
+// attachment); CHECK the runner's CHECK (of every attachment); STATUS and GC as in spec 1.1.
+// Failures are thrown as they come; the server answers them (answer.ts).
 import { messageOf } from '@allocnet/base';
-import { decodeSpec } from '@allocnet/alloc-runner';
-import type { AllocRecord, AllocRunner, RunnerSpec } from '@allocnet/alloc-runner';
+import { attachmentsOf, decodeSpec } from '@allocnet/alloc-runner';
+import type { AllocRecord, AllocRunner } from '@allocnet/alloc-runner';
 import { RESULT_VERSIONS, encodeResult } from '@allocnet/cni';
 import { DEFAULT_NETWORK_NAME, portMappings } from '@allocnet/cni-configurator';
 import type { NetworkCatalog } from '@allocnet/cni-configurator';
+import { cniResultOf } from './answer.js';
 import type { CniAnswer } from './answer.js';
 import { CniFault, badField } from './errors.js';
-import { attachmentAllocId, specOfAdd } from './request.js';
+import { attachmentAllocId, specOfAdd } from './add-spec.js';
 import type { CniCall } from './request.js';
 import type { CniLogger } from './seams.js';
 
@@ -48,26 +51,42 @@ function defaultNetworkOf(catalog: NetworkCatalog): string {
   return catalog.networks.find((n) => n.source === 'default')?.name ?? DEFAULT_NETWORK_NAME;
 }
 
-/** The network a record's attachment runs, resolved (the default network by its name). */
-function networkOf(rec: AllocRecord, defaultName: string): string {
-  return rec.attachment?.network.name ?? rec.spec.network ?? defaultName;
+/**
+ * The networks of a record's attachments that its ADD made (not those an AttachNetwork added),
+ * in order, resolved (the default network by its name): what a conflist's delegates make.
+ */
+function networksOf(rec: AllocRecord, defaultName: string): string[] {
+  return attachmentsOf(rec)
+    .filter((a) => !a.attached)
+    .map((a) => (a.network === '' ? defaultName : a.network));
+}
+
+/** The conflist's networks: `delegates`, or the one `delegate` (the default when absent). */
+function callNetworks(call: CniCall, defaultName: string): string[] {
+  return call.delegates.length > 0 ? [...call.delegates] : [call.delegate ?? defaultName];
 }
 
 /**
- * What the configurator would find only after the intent is recorded: an unknown delegate,
- * two mappings on one host port. Checked first, so that a bad request changes nothing.
+ * The conflist's networks the agent does not know (after a reload of the conf dir: a network just
+ * added may not be in the catalog yet) are refused naming the first (`config.delegate`, or
+ * `config.delegates[1]`): checked before anything else, so that a bad request changes nothing.
  */
-async function precheck(options: CniHandlerOptions, spec: RunnerSpec): Promise<void> {
-  portMappings(spec, options.ignoreHostIps);
-  const wanted = spec.network;
-  if (wanted === undefined) return;
-  const known = (c: NetworkCatalog) => c.networks.some((n) => n.name === wanted);
+async function checkDelegates(options: CniHandlerOptions, call: CniCall): Promise<void> {
+  const wanted =
+    call.delegates.length > 0
+      ? call.delegates.map((name, k) => ({ name, at: ['config', 'delegates', k] }))
+      : call.delegate === undefined
+        ? []
+        : [{ name: call.delegate, at: ['config', 'delegate'] }];
+  const unknown = (c: NetworkCatalog) =>
+    wanted.find((w) => !c.networks.some((n) => n.name === w.name));
   let catalog = options.catalog();
-  if (!known(catalog)) catalog = await options.reload();
-  if (!known(catalog))
+  if (unknown(catalog) !== undefined) catalog = await options.reload();
+  const missing = unknown(catalog);
+  if (missing !== undefined)
     throw badField(
-      ['config', 'delegate'],
-      `${JSON.stringify(wanted)} is not an allocnet network (networks: ${catalog.networks.map((n) => JSON.stringify(n.name)).join(', ')})`,
+      missing.at,
+      `${JSON.stringify(missing.name)} is not an allocnet network (networks: ${catalog.networks.map((n) => JSON.stringify(n.name)).join(', ')})`,
     );
 }
 
@@ -77,13 +96,16 @@ async function add(
   signal: AbortSignal,
 ): Promise<CniAnswer> {
   const { runner } = options;
+  await checkDelegates(options, call);
   // The runner's decoder with the agent's limits, as a gRPC setup: more mappings than
   // `limits.maxPorts` is code 4 naming config.runtimeConfig.portMappings, more CNI_ARGS than
   // `limits.maxCniArgs` code 7 naming env.CNI_ARGS (faultOf).
   const spec = decodeSpec(specOfAdd(call), options.limits);
-  await precheck(options, spec);
+  // Two mappings on one host port: what the configurator would find only after the intent.
+  portMappings(spec, options.ignoreHostIps);
   await runner.setup(spec, { signal });
-  const result = runner.get(spec.allocId)?.attachment?.result;
+  const rec = runner.get(spec.allocId);
+  const result = rec === undefined ? undefined : cniResultOf(rec);
   if (result === undefined)
     throw new CniFault(
       `allocation ${JSON.stringify(spec.allocId)} was set up without a CNI result (over gRPC, or by an older agent); tear it down first`,
@@ -109,9 +131,10 @@ async function del(
 }
 
 /**
- * GC: every attachment of the delegate network made through this server and not in the
- * runtime's valid list is torn down; then leaks tagged with that network are reaped. The log
- * counts what was torn down; what failed is counted apart and fails the GC.
+ * GC: every allocation made through this server by this conflist (its ADD's attachments are the
+ * conflist's networks, in order) and not in the runtime's valid list is torn down, with every
+ * attachment; then leaks tagged with any of those networks are reaped. The log counts what was
+ * torn down; what failed is counted apart and fails the GC.
  */
 async function gc(
   options: CniHandlerOptions,
@@ -120,7 +143,8 @@ async function gc(
 ): Promise<CniAnswer> {
   const { runner } = options;
   const defaultName = defaultNetworkOf(options.catalog());
-  const network = call.delegate ?? defaultName;
+  const networks = callNetworks(call, defaultName);
+  const network = networks.join(',');
   const valid = new Set(
     call.validAttachments.map((a) => attachmentAllocId(a.containerId, a.ifName)),
   );
@@ -129,12 +153,12 @@ async function gc(
     .filter(
       (r) =>
         r.spec.origin !== undefined &&
-        networkOf(r, defaultName) === network &&
+        networksOf(r, defaultName).join(',') === network &&
         !valid.has(r.allocId),
     )
     .map((r) => r.allocId);
   const leaks = (await runner.findLeaks({ signal })).leaks
-    .filter((l) => l.networks.includes(network) && !valid.has(l.allocId))
+    .filter((l) => l.networks.some((n) => networks.includes(n)) && !valid.has(l.allocId))
     .map((l) => l.allocId);
   const ids = [...new Set([...stale, ...leaks])];
   const failed = new Map<string, string>();

@@ -9,7 +9,8 @@ import { formatPath } from '@allocnet/base';
 import { mutateAt, propertyParameters, valueAt } from '@allocnet/cni/testing';
 import { answerCode, faultOf } from './answer.js';
 import { CniFault } from './errors.js';
-import { decodeCniRequest, specOfAdd } from './request.js';
+import { specOfAdd } from './add-spec.js';
+import { decodeCniRequest } from './request.js';
 import type { CniCall } from './request.js';
 
 const SEED = 16_2010;

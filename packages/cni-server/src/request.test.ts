@@ -1,13 +1,8 @@
 import { decodeSpec } from '@allocnet/alloc-runner';
 import { answerCode } from './answer.js';
 import { CniFault } from './errors.js';
-import {
-  attachmentAllocId,
-  decodeCniRequest,
-  requestFieldOf,
-  runtimeOf,
-  specOfAdd,
-} from './request.js';
+import { attachmentAllocId, requestFieldOf, runtimeOf, specOfAdd } from './add-spec.js';
+import { decodeCniRequest } from './request.js';
 
 const CONTAINERD_ID = 'a'.repeat(64);
 
@@ -76,6 +71,37 @@ describe('decodeCniRequest', () => {
     ['unsupported cniVersion', body({}, { cniVersion: '2.0.0' }), 1, 'config.cniVersion "2.0.0"'],
     ['bad network name', body({}, { name: 'a b' }), 4, 'config.name "a b"'],
     ['bad delegate', body({}, { delegate: '-x' }), 4, 'config.delegate "-x"'],
+    [
+      'a bad name in delegates',
+      body({}, { delegates: ['nomad', 'a b'] }),
+      4,
+      'config.delegates[1] "a b" should be a name matching',
+    ],
+    ['delegates not a list', body({}, { delegates: 'nomad' }), 4, 'config.delegates should be'],
+    [
+      'delegates with delegate',
+      body({}, { delegate: 'nomad', delegates: ['storage'] }),
+      4,
+      'config.delegates cannot be given with config.delegate: name every network in delegates',
+    ],
+    [
+      'empty delegates',
+      body({}, { delegates: [] }),
+      4,
+      'config.delegates is empty; it should name at least one network',
+    ],
+    [
+      'a network twice in delegates',
+      body({}, { delegates: ['nomad', 'storage', 'nomad'] }),
+      4,
+      'config.delegates[2] "nomad" is named twice (config.delegates[0]); each network can be attached once',
+    ],
+    [
+      'more than 8 delegates',
+      body({}, { delegates: Array.from({ length: 9 }, (_, i) => `n${i}`) }),
+      4,
+      'config.delegates names 9 networks; at most 8',
+    ],
     [
       'port mappings not a list',
       body({}, { runtimeConfig: { portMappings: {} } }),

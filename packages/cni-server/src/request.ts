@@ -4,13 +4,12 @@
 // `CniFault` naming it (answer.ts gives it the spec's code: 7 for the environment, 4 for the
 // configuration, 1 for a cniVersion allocnet cannot answer in). Then the call becomes the
 // runner's spec: the attachment's allocation id (the container id, or a hash of it and the
-// ifname), the identity from CNI_ARGS, and the runtime's port mappings.
-import { createHash } from 'node:crypto';
+// ifname), the identity from CNI_ARGS, the runtime's port mappings, and the networks: the one
+// `delegate`, or every network of `delegates` (the first on CNI_IFNAME, the others on net1…).
 import { isIP } from 'node:net';
 import * as t from 'io-ts';
 import { show } from '@allocnet/base';
 import type { FieldPath } from '@allocnet/base';
-import type { CniOrigin, RunnerSpec } from '@allocnet/alloc-runner';
 import {
   MAX_IFNAME_BYTES,
   NAME_PATTERN,
@@ -20,7 +19,6 @@ import {
   isVersion,
   problem,
 } from '@allocnet/cni';
-import { MAX_ALLOC_ID_LENGTH, RESERVED_ARG_KEYS } from '@allocnet/cni-configurator';
 import { absolutePathProblem } from '@allocnet/netns';
 import { badField } from './errors.js';
 
@@ -48,8 +46,13 @@ export interface CniCall {
   readonly cniVersion: string;
   /** The conflist's name (the queue file of a DEL is keyed by it). */
   readonly networkName: string;
-  /** The allocnet network to run; undefined means the embedded default. */
+  /** The allocnet network to run; undefined means the embedded default (or `delegates`). */
   readonly delegate: string | undefined;
+  /**
+   * The conflist's `delegates` (exclusive with `delegate`): the allocation's networks in order,
+   * the first on CNI_IFNAME. Empty when the conflist names at most one network.
+   */
+  readonly delegates: readonly string[];
   /** Mappings with a host port; the ones with none (or 0) are left out, as kubelet does. */
   readonly portMappings: readonly CniPortMapping[];
   /** GC: the attachments the runtime still has. */
@@ -61,6 +64,11 @@ const MAX_CONTAINER_ID = 256;
 const MAX_ARGS_TEXT = 16 * 1024;
 const MAX_PORT_MAPPINGS = 1024;
 const MAX_VALID_ATTACHMENTS = 65_536;
+/**
+ * The most networks `delegates` may name: the agent's default `limits.maxAttachments` (a lower
+ * limit refuses more, as the runner checks every spec against it).
+ */
+export const MAX_DELEGATES = 8;
 
 const text = (name: string, max: number) =>
   failWith(name, (u) => {
@@ -101,6 +109,8 @@ const Config = t.intersection([
   t.type({ cniVersion: Version, name: NetworkName }),
   t.partial({
     delegate: NetworkName,
+    // Checked by delegatesOf, which names a list's problems better than t.array.
+    delegates: t.unknown,
     runtimeConfig: failWith('RuntimeConfig', (u) =>
       typeof u === 'object' && u !== null && !Array.isArray(u)
         ? (u as Record<string, unknown>)
@@ -183,6 +193,33 @@ function portMappingsOf(runtimeConfig: Record<string, unknown> | undefined): Cni
     out.push({ hostPort, containerPort, protocol: proto, hostIP: ip, index });
   });
   return out;
+}
+
+/**
+ * The conflist's `delegates`, checked: not with `delegate`, one to MAX_DELEGATES networks, each
+ * named once (two attachments of one network would share its plugins' chains and state).
+ */
+function delegatesOf(config: { delegate?: string; delegates?: unknown }): string[] {
+  const at: FieldPath = ['config', 'delegates'];
+  const raw = config.delegates;
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw))
+    throw badField(at, `should be a list of network names, got ${show(raw)}`);
+  if (config.delegate !== undefined)
+    throw badField(at, 'cannot be given with config.delegate: name every network in delegates');
+  if (raw.length === 0) throw badField(at, 'is empty; it should name at least one network');
+  if (raw.length > MAX_DELEGATES)
+    throw badField(at, `names ${raw.length} networks; at most ${MAX_DELEGATES}`);
+  const list = raw.map((name: unknown, i) => decodeAt(NetworkName, name, [...at, i]));
+  list.forEach((name, i) => {
+    const first = list.indexOf(name);
+    if (first !== i)
+      throw badField(
+        [...at, i],
+        `${show(name)} is named twice (config.delegates[${first}]); each network can be attached once`,
+      );
+  });
+  return list;
 }
 
 function validAttachmentsOf(
@@ -284,99 +321,8 @@ export function decodeCniRequest(body: unknown): CniCall {
     cniVersion: config.cniVersion,
     networkName: config.name,
     delegate: config.delegate,
+    delegates: delegatesOf(config),
     portMappings: command === 'ADD' ? portMappingsOf(config.runtimeConfig) : [],
     validAttachments: command === 'GC' ? validAttachmentsOf(request.config) : [],
   };
-}
-
-/**
- * The allocation id of an attachment: the container id itself when it can be one and the
- * interface is `eth0` (what Nomad, containerd and podman use: `allocnet alloc status <id>`
- * then takes the id the runtime shows), otherwise `cni-` and a hash of both.
- */
-export function attachmentAllocId(containerId: string, ifName: string): string {
-  if (ifName === 'eth0' && containerId.length <= MAX_ALLOC_ID_LENGTH) return containerId;
-  const hash = createHash('sha256').update(`${containerId}\0${ifName}`).digest('hex');
-  return `cni-${hash.slice(0, 40)}`;
-}
-
-/** The runtime, as its CNI_ARGS tell (docs/cni-plugin.md). */
-export function runtimeOf(args: ReadonlyMap<string, string>): string {
-  if (args.has('NOMAD_ALLOC_ID') || args.has('NOMAD_JOB_ID')) return 'nomad';
-  if (args.has('K8S_POD_NAMESPACE')) return 'kubernetes';
-  if (args.has('K8S_POD_NAME')) return 'podman';
-  return 'cni';
-}
-
-/** Keys the configurator sets itself from the spec's identity fields. */
-const IDENTITY_KEYS = new Set<string>(RESERVED_ARG_KEYS);
-
-/**
- * An ADD as the runner's spec: the identity from NOMAD_* (Nomad) or K8S_POD_* (containerd,
- * podman), every other CNI_ARGS pair passed to the delegate chain, the runtime's namespace
- * (never made or removed by allocnet), one port per mapping with its protocol.
- */
-export function specOfAdd(call: CniCall): RunnerSpec {
-  const args = new Map(call.args);
-  const runtime = runtimeOf(args);
-  const origin: CniOrigin = { runtime, containerId: call.containerId, ifName: call.ifName };
-  const region = args.get('NOMAD_REGION');
-  const cniArgs = Object.fromEntries(call.args.filter(([k]) => !IDENTITY_KEYS.has(k)));
-  return {
-    allocId: attachmentAllocId(call.containerId, call.ifName),
-    namespace: args.get('NOMAD_NAMESPACE') ?? args.get('K8S_POD_NAMESPACE') ?? 'default',
-    jobId: args.get('NOMAD_JOB_ID') ?? args.get('K8S_POD_NAME') ?? call.containerId,
-    groupName: args.get('NOMAD_GROUP_NAME') ?? runtime,
-    ...(region === undefined || region === '' ? {} : { region }),
-    ...(call.delegate === undefined ? {} : { network: call.delegate }),
-    ...(call.portMappings.length === 0
-      ? {}
-      : {
-          ports: call.portMappings.map((p) => ({
-            label: `${p.protocol}/${p.containerPort}`,
-            value: p.hostPort,
-            to: p.containerPort,
-            protocol: p.protocol,
-            ...(p.hostIP === '' ? {} : { hostIp: p.hostIP }),
-          })),
-        }),
-    ...(Object.keys(cniArgs).length === 0 ? {} : { cniArgs }),
-    ifName: call.ifName,
-    netnsPath: call.netns,
-    origin,
-  };
-}
-
-/**
- * Where a field of the runner's spec came from in the CNI request, for an error about it:
- * the delegate, a port mapping (by its index in the request), the args, the namespace.
- */
-export function requestFieldOf(path: FieldPath, call: CniCall): FieldPath {
-  const at = path[0] === 'spec' ? path.slice(1) : path;
-  const [field, index, sub] = at;
-  switch (typeof field === 'string' ? field : '') {
-    case 'network':
-      return ['config', 'delegate'];
-    case 'ports': {
-      const mapping = typeof index === 'number' ? call.portMappings[index] : undefined;
-      if (mapping === undefined) return ['config', 'runtimeConfig', 'portMappings'];
-      const name = sub === 'hostIp' ? 'hostIP' : sub === 'to' ? 'containerPort' : 'hostPort';
-      return ['config', 'runtimeConfig', 'portMappings', mapping.index, name];
-    }
-    case 'netnsPath':
-      return ['env', 'CNI_NETNS'];
-    case 'ifName':
-      return ['env', 'CNI_IFNAME'];
-    case 'allocId':
-    case 'origin':
-      return ['env', 'CNI_CONTAINERID'];
-    case 'namespace':
-    case 'jobId':
-    case 'groupName':
-    case 'region':
-    case 'cniArgs':
-      return ['env', 'CNI_ARGS'];
-    default:
-      return ['config'];
-  }
 }

@@ -1,4 +1,5 @@
-// Fakes for tests of the CNI door and of what wires it: a logger that records every line.
+// Fakes for tests of the CNI door and of what wires it: a logger that records every line, and a
+// runner of records a test makes (several attachments with their CNI results).
 import type { CniLogger } from '../seams.js';
 
 export interface LoggedLine {
@@ -15,3 +16,5 @@ export function createRecordingLogger(): CniLogger & { readonly lines: LoggedLin
   };
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
+export { createFakeCniRunner, readyRecordOf } from './runner.js';
+export type { FakeCniRunner, FakeRunnerCall } from './runner.js';
