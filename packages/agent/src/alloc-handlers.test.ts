@@ -145,6 +145,20 @@ function setUp(options: { record?: AllocRecord; fail?: Error; maxAttachments?: n
       call(handlers.AttachNetwork, { allocId, attachment: attachment(extra) }),
     detach: (allocId: string, interfaceName: string) =>
       call(handlers.DetachNetwork, { allocId, interfaceName }),
+    setup: (attachments: Partial<NetworkAttachment__Output>[]) =>
+      call(handlers.SetupAllocNetwork, {
+        allocId: 'a1',
+        region: '',
+        namespace: 'default',
+        jobId: 'web',
+        groupName: 'api',
+        network: '',
+        ports: [],
+        networks: [],
+        cniArgs: {},
+        netnsPath: '',
+        attachments: attachments.map(attachment),
+      }),
   };
 }
 
@@ -219,6 +233,22 @@ describe('AttachNetwork', () => {
       code,
       details: error.message,
     });
+  });
+});
+
+describe("SetupAllocNetwork's log line", () => {
+  it("names the primary's network of a request with attachments, and how many it has", async () => {
+    const t = setUp();
+    await t.setup([{ network: 'storage' }, { network: 'nomad' }]);
+    expect(t.lines.at(-1)?.meta).toMatchObject({
+      op: 'setup',
+      allocId: 'a1',
+      network: 'storage',
+      attachments: 2,
+    });
+    await t.setup([{}]);
+    expect(t.lines.at(-1)?.meta).toMatchObject({ network: 'nomad' });
+    expect(t.lines.at(-1)?.meta).not.toHaveProperty('attachments');
   });
 });
 

@@ -63,7 +63,10 @@ function setupCall(
     async (request, { signal, fields }) => {
       const id = idForLog(request.allocId);
       if (id !== undefined) fields.allocId = id;
-      fields.network = request.network === '' ? defaultNetwork() : cut(request.network);
+      // The primary's network: the request's, or its first attachment's.
+      const primary = request.network || (request.attachments[0]?.network ?? '');
+      fields.network = primary === '' ? defaultNetwork() : cut(primary);
+      if (request.attachments.length > 1) fields.attachments = request.attachments.length;
       const spec = await decodeSetupRequest(request, {
         catalog: () => configurator.catalog(),
         reload: () => configurator.reload(),
