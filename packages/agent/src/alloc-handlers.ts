@@ -4,14 +4,14 @@
 import * as grpc from '@grpc/grpc-js';
 import { kindOf } from '@allocnet/base';
 import { attachmentsOf, isRunnerError, specDifferences } from '@allocnet/alloc-runner';
-import type { AllocRecord, AllocRunner, AttachmentSpec } from '@allocnet/alloc-runner';
+import type { AllocRecord, AllocRunner } from '@allocnet/alloc-runner';
 import { DEFAULT_NETWORK_NAME } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import type { AllocNetworkServiceHandlers } from '@allocnet/proto';
 import { cut, idForLog } from './call.js';
 import type { CallHandler } from './call.js';
 import { hostStateMessage, stateCounts, statusMessage } from './convert.js';
-import { AgentError, invalidRequest, messageOf } from './errors.js';
+import { AgentError, messageOf } from './errors.js';
 import {
   decodeAttachRequest,
   decodeCheckRequest,
@@ -23,7 +23,6 @@ import {
 } from './requests.js';
 import type { AllocLimits } from './requests.js';
 import type { AgentMetrics } from './metrics.js';
-import { protoField } from './status.js';
 
 /** What the scheduler's calls use of the runner. */
 export type AllocCallsRunner = Pick<
@@ -207,28 +206,6 @@ function readCalls(
   };
 }
 
-/**
- * Refuses an attachment that would give the allocation more networks than the agent's
- * `limits.maxAttachments`. One on an interface the allocation has is left to the runner (equal:
- * already attached; different: a conflict), as is an allocation it does not know.
- */
-function checkAttachmentCount(
-  record: AllocRecord | undefined,
-  attachment: AttachmentSpec,
-  max: number,
-): void {
-  if (record === undefined) return;
-  const views = attachmentsOf(record);
-  if (views.some((v) => v.ifName === attachment.ifName) || views.length < max) return;
-  throw invalidRequest(
-    ['attachment'],
-    [
-      `would be network ${views.length + 1} of allocation ${JSON.stringify(record.allocId)}, more than the agent's limit of ${max} (limits.maxAttachments)`,
-    ],
-    protoField,
-  );
-}
-
 /** AttachNetwork and DetachNetwork: one network more or less on a running allocation. */
 function attachCalls(
   deps: AllocHandlersDeps,
@@ -248,8 +225,11 @@ function attachCalls(
         ignoreHostIps: deps.ignoreHostIps,
         limits: deps.limits,
       });
-      checkAttachmentCount(runner.get(allocId), attachment, deps.limits.maxAttachments);
-      const { record, alreadyAttached } = await runner.attach(allocId, attachment, { signal });
+      // The count is checked by the runner in the allocation's turn, against its record then.
+      const { record, alreadyAttached } = await runner.attach(allocId, attachment, {
+        signal,
+        maxAttachments: deps.limits.maxAttachments,
+      });
       fields.alreadyAttached = alreadyAttached;
       if (attachment.ifName !== undefined) fields.interfaceName = attachment.ifName;
       return { status: statusMessage(record, defaultNetwork()), alreadyAttached };

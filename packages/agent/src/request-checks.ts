@@ -1,19 +1,12 @@
 // What the gRPC door checks of a request's networks before the runner records anything: each
 // attachment's own ports (two on one host port), and that every network it names is known.
-import { invalidInputOf } from '@allocnet/base';
-import type { FieldPath, Problem } from '@allocnet/base';
+import { invalidInputOf, moveProblemFields } from '@allocnet/base';
+import type { FieldPath } from '@allocnet/base';
 import type { AttachmentSpec } from '@allocnet/alloc-runner';
 import { portMappings } from '@allocnet/cni-configurator';
 import type { AllocNetworkSpec, NetworkCatalog } from '@allocnet/cni-configurator';
 import { invalidRequest } from './errors.js';
 import { protoField } from './status.js';
-
-/** A problem's own field references moved under `prefix`, as its path is. */
-function under(prefix: FieldPath, problem: Problem): Problem {
-  return problem.map((part) =>
-    typeof part === 'string' ? part : { field: [...prefix, ...part.field] },
-  );
-}
 
 /**
  * Two ports of one attachment on one host port: the configurator would find it only after the
@@ -31,7 +24,12 @@ export function checkOwnPorts(
   } catch (error) {
     const bad = invalidInputOf(error);
     if (bad === undefined) throw error;
-    throw invalidRequest([...prefix, ...bad.path], under(prefix, bad.problem), protoField, error);
+    throw invalidRequest(
+      [...prefix, ...bad.path],
+      moveProblemFields(bad.problem, (field) => [...prefix, ...field]),
+      protoField,
+      error,
+    );
   }
 }
 

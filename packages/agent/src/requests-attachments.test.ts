@@ -112,6 +112,48 @@ describe('attachmentSpecOf', () => {
 });
 
 describe("SetupAllocNetwork's attachments", () => {
+  it("gives the runner every attachment, then checks each one's own ports and network", async () => {
+    const { context, reloads } = contextWith();
+    const spec = await decodeSetupRequest(
+      setup([
+        attachment({ ports: [port('http', 8080)] }),
+        attachment({ network: 'storage', interfaceName: 'net1', ips: ['10.9.0.7/24'] }),
+      ]),
+      context,
+    );
+    expect(spec.attachments).toEqual([
+      { ports: [{ label: 'http', value: 8080 }] },
+      { network: 'storage', ifName: 'net1', ips: ['10.9.0.7/24'] },
+    ]);
+    expect(reloads()).toBe(0);
+    expect(
+      (
+        await refused(
+          decodeSetupRequest(
+            setup([
+              attachment(),
+              attachment({ network: 'storage', ports: [port('a', 80), port('b', 80)] }),
+            ]),
+            context,
+          ),
+        )
+      ).details,
+    ).toBe(
+      'attachments[1].ports[1].value ("b") claims host port 80, which attachments[1].ports[0].value ("a") already claims',
+    );
+    expect(
+      await refused(
+        decodeSetupRequest(setup([attachment(), attachment({ network: 'vlan10' })]), context),
+      ),
+    ).toEqual(
+      invalid(
+        'attachments[1].network',
+        'attachments[1].network "vlan10" is not known (networks: "nomad", "storage")',
+      ),
+    );
+    expect(reloads()).toBe(1);
+  });
+
   function setup(attachments: unknown[]): SetupAllocNetworkRequest__Output {
     return {
       allocId: 'a1',

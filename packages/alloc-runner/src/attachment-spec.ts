@@ -4,6 +4,7 @@
 // (`fieldOf`: errors name what the caller wrote). spec.ts holds the spec itself and calls this.
 import * as t from 'io-ts';
 import { decode } from '@allocnet/cni';
+import { moveProblemFields } from '@allocnet/base';
 import type { FieldPath, Problem } from '@allocnet/base';
 import {
   decodeSpec as decodeConfiguratorSpec,
@@ -207,7 +208,8 @@ export function decodeAttachment(
   } catch (error) {
     const bad = invalidInputOf(error);
     if (bad === undefined) throw error;
-    throw invalidInput(what, ['attachment', ...bad.path], bad.problem, { cause: error });
+    const moved = moveProblemFields(bad.problem, (field) => ['attachment', ...field]);
+    throw invalidInput(what, ['attachment', ...bad.path], moved, { cause: error });
   }
 }
 
@@ -265,7 +267,7 @@ function checkAcross(spec: SpecBase, specs: readonly AllocNetworkSpec[]): void {
       if (attachments[k]?.defaultRoute === true && attachments[j]?.defaultRoute === true)
         refuse(k, 'defaultRoute', ['is true, as ', ...at('defaultRoute', j), ' (at most one)']);
     }
-    for (const m of requestedPortMappings(s, false)) {
+    for (const m of ownMappings(spec, k, s)) {
       const taken = mappings.find((o) => o.k !== k && portMappingsOverlap(o.m, m));
       if (taken !== undefined)
         throw invalidInput(WHAT, fieldOf(spec, k, m.field), [
@@ -276,6 +278,18 @@ function checkAcross(spec: SpecBase, specs: readonly AllocNetworkSpec[]): void {
       mappings.push({ k, m });
     }
   });
+}
+
+/** Attachment k's port mappings; two of its own ports on one host port refused under its field. */
+function ownMappings(spec: SpecBase, k: number, s: AllocNetworkSpec) {
+  try {
+    return requestedPortMappings(s, false);
+  } catch (error) {
+    const bad = invalidInputOf(error);
+    if (bad === undefined) throw error;
+    const moved = moveProblemFields(bad.problem, (field) => fieldOf(spec, k, field).slice(1));
+    throw invalidInput(WHAT, fieldOf(spec, k, bad.path), moved, { cause: error });
+  }
 }
 
 /**
@@ -298,7 +312,9 @@ export function decodeAttachments(
     } catch (error) {
       const bad = invalidInputOf(error);
       if (bad === undefined) throw error;
-      throw invalidInput(WHAT, fieldOf(base, k, bad.path), bad.problem, { cause: error });
+      // The fields the problem names are the attachment's too (`ports[0]` of attachment k).
+      const moved = moveProblemFields(bad.problem, (field) => fieldOf(base, k, field).slice(1));
+      throw invalidInput(WHAT, fieldOf(base, k, bad.path), moved, { cause: error });
     }
   });
   checkAcross(base, specs);

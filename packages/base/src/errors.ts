@@ -50,6 +50,17 @@ export type FieldPath = readonly (string | number)[];
 export type ProblemPart = string | { readonly field: FieldPath };
 export type Problem = readonly ProblemPart[];
 
+/**
+ * The problem with every field it mentions moved by `move` (a nested spec's fields put under where
+ * that spec is in the caller's input: `ports[0]` → `attachments[1].ports[0]`).
+ */
+export function moveProblemFields(
+  problem: Problem,
+  move: (field: FieldPath) => FieldPath,
+): Problem {
+  return problem.map((part) => (typeof part === 'string' ? part : { field: move(part.field) }));
+}
+
 /** Spells one field name (`reservedPorts` → `reserved_ports`); the identity by default. */
 export type FieldSpelling = (path: FieldPath) => string;
 

@@ -6,6 +6,7 @@ export {
   kindOf,
   messageIn,
   messageOf,
+  moveProblemFields,
   renderProblem,
   show,
 } from './errors.js';

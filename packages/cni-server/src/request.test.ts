@@ -97,10 +97,10 @@ describe('decodeCniRequest', () => {
       'config.delegates[2] "nomad" is named twice (config.delegates[0]); each network can be attached once',
     ],
     [
-      'more than 8 delegates',
-      body({}, { delegates: Array.from({ length: 9 }, (_, i) => `n${i}`) }),
+      'more than 64 delegates',
+      body({}, { delegates: Array.from({ length: 65 }, (_, i) => `n${i}`) }),
       4,
-      'config.delegates names 9 networks; at most 8',
+      'config.delegates names 65 networks; at most 64',
     ],
     [
       'port mappings not a list',

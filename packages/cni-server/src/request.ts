@@ -65,10 +65,11 @@ const MAX_ARGS_TEXT = 16 * 1024;
 const MAX_PORT_MAPPINGS = 1024;
 const MAX_VALID_ATTACHMENTS = 65_536;
 /**
- * The most networks `delegates` may name: the agent's default `limits.maxAttachments` (a lower
- * limit refuses more, as the runner checks every spec against it).
+ * The most networks `delegates` may name: the highest `limits.maxAttachments` the agent accepts,
+ * so that its limit (default 8), which the runner checks every spec against, is the one that
+ * governs.
  */
-export const MAX_DELEGATES = 8;
+export const MAX_DELEGATES = 64;
 
 const text = (name: string, max: number) =>
   failWith(name, (u) => {

@@ -42,7 +42,26 @@ Names below are the .proto names. Through \`@allocnet/proto\` (proto-loader with
 \`LOADER_OPTIONS\`), messages are plain objects with camelCase field names (\`alloc_id\` is
 \`allocId\`), 64-bit integers as decimal strings, enums as value names (\`"PHASE_READY"\`), omitted
 fields filled with their defaults, and each oneof as a field holding the name of the member that is
-set.`,
+set.
+
+**Several networks.** An allocation's \`attachments\` are its networks, in order, each a CNI network
+the agent knows on its own interface in the allocation's namespace: the first is the primary (the
+top-level status fields are its), the others are set up after it and torn down before it, all or
+nothing (docs/architecture.md, "Several networks: attachments"). A Nomad-style group with its
+ports on the default bridge and a second interface on a VLAN's macvlan network (\`lan\`, a conflist
+in the agent's conf dir whose \`master\` exists on the node; docs/cni-plugin.md shows one):
+
+\`\`\`json
+{
+  "allocId": "8f1c2a4e-…", "namespace": "default", "jobId": "web", "groupName": "api",
+  "ports": [{ "label": "http", "value": 28080, "to": 8080 }],
+  "attachments": [{}, { "network": "lan", "ips": ["10.77.0.150/24"] }]
+}
+\`\`\`
+
+The ports ride on the first attachment (\`eth0\`, the default network), the second is \`net1\` with the
+address asked for, and only \`eth0\` keeps a default route. \`AttachNetwork\`/\`DetachNetwork\` add and
+remove a secondary on a running allocation.`,
 };
 
 /**
