@@ -155,7 +155,7 @@ interface Status {
 }
 
 const setup = (request: Record<string, unknown>) =>
-  unary(host.alloc(), 'SetupAllocNetwork', { ...JOB, ...request } as never, { deadlineMs: 120_000 }) as Promise<{ status: Status }>; // prettier-ignore
+  unary(host.alloc(), 'SetupAllocNetwork', { ...JOB, ...request }, { deadlineMs: 120_000 }) as Promise<{ status: Status }>; // prettier-ignore
 
 it('gives one allocation a primary bridge with a port, a macvlan and a second bridge, each reachable on its segment, and takes them all away', async () => {
   const { lan } = await secondaryNetworks();
@@ -267,7 +267,7 @@ it('attaches a network to a running allocation and detaches it, the primary unto
   const primaryOnly = await nodeState();
   const attachment = { network: 'lan', interfaceName: 'net1', ips: [`${LAN.asked}/24`] };
   const attach = () =>
-    unary(host.alloc(), 'AttachNetwork', { allocId: id, attachment } as never, { deadlineMs: 120_000 }) as Promise<{ status: Status; alreadyAttached: boolean }>; // prettier-ignore
+    unary(host.alloc(), 'AttachNetwork', { allocId: id, attachment }, { deadlineMs: 120_000 }) as Promise<{ status: Status; alreadyAttached: boolean }>; // prettier-ignore
   const attached = await attach();
   expect(attached.alreadyAttached).toBe(false);
   expect(attached.status.attachments.map((a) => [a.interfaceName, a.attached])).toEqual([
@@ -283,7 +283,7 @@ it('attaches a network to a running allocation and detaches it, the primary unto
   expect((await attach()).alreadyAttached).toBe(true);
 
   const detach = (interfaceName: string) =>
-    outcome(unary(host.alloc(), 'DetachNetwork', { allocId: id, interfaceName } as never, { deadlineMs: 120_000 })); // prettier-ignore
+    outcome(unary(host.alloc(), 'DetachNetwork', { allocId: id, interfaceName }, { deadlineMs: 120_000 })); // prettier-ignore
   expect(await detach('eth0')).toEqual(['FAILED_PRECONDITION', expect.stringContaining('eth0')]);
   expect(await detach('net1')).toBe('ok');
   expect(await detach('net1')).toEqual(['NOT_FOUND', expect.stringContaining('net1')]);
