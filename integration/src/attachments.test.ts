@@ -6,7 +6,7 @@
 // every attachment before it; a SIGKILL between two attachments leaves nothing after a restart and
 // a teardown; attach and detach work on a running allocation and leave the primary as it was.
 // Needs root, iproute2, iptables and containernetworking-plugins; never touches the root namespace.
-import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unary } from '@allocnet/proto';
 import { echo, startEchoServer } from '@allocnet/testns';
@@ -14,6 +14,7 @@ import type { TestNetns } from '@allocnet/testns';
 import { execa } from 'execa';
 import { PLUGIN_DIR, outcome, useAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
+import { writeFailingPlugin } from './fixtures/networks.js';
 
 let host: AgentHost;
 
@@ -206,21 +207,7 @@ it('gives one allocation a primary bridge with a port, a macvlan and a second br
 it('rolls back every attachment before the one that fails, and names it', async () => {
   await secondaryNetworks();
   const plugins = join(host.dir, 'fault-plugins');
-  await mkdir(plugins, { recursive: true });
-  const failing = join(plugins, 'fails-add');
-  await writeFile(
-    failing,
-    [
-      '#!/bin/sh',
-      'case "$CNI_COMMAND" in',
-      `VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["0.4.0","1.0.0"]}' ;;`,
-      `ADD) echo '{"cniVersion":"1.0.0","code":11,"msg":"refused on purpose"}'; exit 1 ;;`,
-      '*) exit 0 ;;',
-      'esac',
-      '',
-    ].join('\n'),
-  );
-  await chmod(failing, 0o755);
+  await writeFailingPlugin(plugins, 'fails-add', { code: 11, msg: 'refused on purpose' });
   await writeFile(
     join(host.confDir, '40-broken.conflist'),
     JSON.stringify({ cniVersion: '1.0.0', name: 'broken', plugins: [{ type: 'fails-add' }] }),

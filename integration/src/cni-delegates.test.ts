@@ -4,7 +4,7 @@
 // whose chain fails leaves nothing of either; CHECK covers the second network; GC of the
 // conflist takes every attachment back. Needs root, iproute2, iptables,
 // containernetworking-plugins and the built plugin; never touches the root namespace.
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { unary } from '@allocnet/proto';
@@ -13,7 +13,7 @@ import type { TestNetns } from '@allocnet/testns';
 import { CNI_PLUGIN, PLUGIN_DIR, createAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
 import { pluginConfig, runPlugin } from './fixtures/cni-call.js';
-import { interfaceAddresses, writeBridgeNetwork } from './fixtures/networks.js';
+import { interfaceAddresses, writeBridgeNetwork, writeFailingPlugin } from './fixtures/networks.js';
 
 let host: AgentHost;
 
@@ -73,22 +73,7 @@ describe('allocnet-cni with delegates', () => {
   it('fails the ADD naming the second network when its chain fails, and leaves nothing of either network', async () => {
     // A second network whose chain fails on ADD after bridge made net1 and reserved its address.
     const plugins = join(host.dir, 'fault-plugins');
-    await mkdir(plugins, { recursive: true });
-    const failing = join(plugins, 'fail-add');
-    await writeFile(
-      failing,
-      [
-        '#!/bin/sh',
-        'cat > /dev/null',
-        'case "$CNI_COMMAND" in',
-        `VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["0.4.0","1.0.0"]}' ;;`,
-        `ADD) echo '{"cniVersion":"1.0.0","code":999,"msg":"broken on purpose"}'; exit 1 ;;`,
-        '*) exit 0 ;;',
-        'esac',
-        '',
-      ].join('\n'),
-    );
-    await chmod(failing, 0o755);
+    await writeFailingPlugin(plugins, 'fail-add', { code: 999, msg: 'broken on purpose' });
     await writeFile(
       join(host.confDir, '50-broken.conflist'),
       JSON.stringify({
