@@ -36,7 +36,7 @@ import { EMPTY_PLAN, EMPTY_STATE, describePlan, groupPlan, joinPlans } from './p
 import type { Plan } from './plan.js';
 import { planSteps, stepAt, tagsIn } from './planner.js';
 import type { Scan } from './planner.js';
-import { scan, sweep } from './sweep.js';
+import { placedRemoval, scan, sweep } from './sweep.js';
 import type {
   CniConfigurator,
   HostState,
@@ -67,6 +67,9 @@ function* leakedIds(
   for (const c of found.cache) if (c.kind !== 'temporary') consider(c.allocId, c.network);
   return ids;
 }
+
+/** Leaked allocations per batch of a reap, unless the caller says. */
+const REAP_BATCH = 500;
 
 /** No operation runs beside the reap: nothing is spared, nothing waits. */
 const OPEN_FENCE: ReapFence = {
@@ -205,8 +208,25 @@ async function warmReap(ctx: ConfiguratorContext, allocations: number): Promise<
     ]),
     reservations: [],
     cache: [],
+    // As a save read at its generation: the plan gives every rule its place (planner.ts).
+    generations: new Map([['ipv4', { generation: 0, lists: new Map() }]]),
   };
-  return reportOf(await planScan(found, managed, new Set(), pause), pause);
+  const planned = await planScan(found, managed, new Set(), pause);
+  // The removal's part, batch by batch as `reapLeaks` goes: the transaction built, never sent.
+  const warmRemoval = ctx.iptables.ipv4.warmRemoval;
+  for (let at = 0; at < planned.ids.length; at += REAP_BATCH) {
+    const part = joinPlans(
+      planned.ids.slice(at, at + REAP_BATCH).flatMap((id) => planned.groups.get(id) ?? []),
+    );
+    const removal = placedRemoval(part.rules, part.chains);
+    if (removal !== undefined) await warmRemoval?.(removal);
+    await pause();
+    for (const [owner, p] of groupPlan(part)) {
+      await pause();
+      if (owner !== undefined) leakOf(owner, p);
+    }
+  }
+  return reportOf(planned, pause);
 }
 
 export function createLeaks(
@@ -261,7 +281,7 @@ export function createLeaks(
 
     async reapLeaks(knownIds, opts) {
       const call = callOf(opts);
-      const batchSize = opts?.batchSize ?? 500;
+      const batchSize = opts?.batchSize ?? REAP_BATCH;
       if (!Number.isInteger(batchSize) || batchSize < 1)
         throw invalidField('batchSize', `should be a whole number of at least 1, got ${batchSize}`);
       const fence = opts?.fence ?? OPEN_FENCE;

@@ -20,7 +20,7 @@
 import { join } from 'node:path';
 import type { CniCache, Logger } from '@allocnet/cni';
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
-import type { CallOptions, Family, SavedTable } from '@allocnet/iptables-node';
+import type { CallOptions, Family, PlacedRemoval, SavedTable } from '@allocnet/iptables-node';
 import { messageOf } from './errors.js';
 import type { NetworkFacts } from './facts.js';
 import { listReservations, readReservation, removeReservation } from './ipam.js';
@@ -117,6 +117,19 @@ async function listCache(cache: CniCache, withTemporaries: boolean): Promise<Cac
   ];
 }
 
+/** The rules by their place in the scan's save, and the chains; undefined if a rule has none. */
+export function placedRemoval(
+  rules: readonly PlannedRule[],
+  chains: readonly PlannedChain[],
+): PlacedRemoval | undefined {
+  const placed = [];
+  for (const r of rules) {
+    if (r.place === undefined) return undefined;
+    placed.push({ rule: r.rule, ...r.place });
+  }
+  return { rules: placed, chains };
+}
+
 /**
  * Removes one family's part of a plan by rule handle in one nf_tables transaction
  * (`Iptables.removeAt`), when the plan's scan read that family's generation and gave every rule
@@ -135,16 +148,13 @@ async function removeByHandle(
   const at = generations?.get(family);
   const ipt = deps.iptables[family];
   if (generations === undefined || at === undefined || ipt.removeAt === undefined) return false;
-  const placed = [];
-  for (const r of rules) {
-    if (r.place === undefined) {
-      generations.delete(family);
-      return false;
-    }
-    placed.push({ rule: r.rule, ...r.place });
+  const removal = placedRemoval(rules, chains);
+  if (removal === undefined) {
+    generations.delete(family);
+    return false;
   }
   try {
-    const next = await ipt.removeAt(at, { rules: placed, chains });
+    const next = await ipt.removeAt(at, removal);
     if (next === undefined) generations.delete(family);
     else generations.set(family, next);
     return true;

@@ -228,6 +228,8 @@ export interface IptablesState {
   /** A leak reap's scan and removal by rule handle (sweep.ts); without them, iptables-restore. */
   readonly saveAt?: Iptables['saveAt'];
   readonly removeAt?: Iptables['removeAt'];
+  /** The agent's warm-up of the reap path (warm.ts): the removal built, never sent. */
+  readonly warmRemoval?: Iptables['warmRemoval'];
 }
 
 export interface CniConfiguratorOptions {
@@ -390,10 +392,12 @@ export interface CniConfigurator extends AllocNetworking, LeakSweeper {
   /** The networks as of the last read of the conf dir. */
   catalog(): NetworkCatalog;
   /**
-   * Runs a reap's parse, plan and report over `allocations` made-up leaked allocations in the
-   * plugins' full shape, in memory and in slices (warm.ts): nothing is read from the host or
-   * changed. For a process to run that code once before an operator's first reap does; resolves
-   * the made-up leaks' report (empty when no managed network has an IPv4 subnet).
+   * Runs a reap's parse, plan, removal and report over `allocations` made-up leaked allocations
+   * in the plugins' full shape, in memory and in slices (warm.ts): nothing on the host changes.
+   * The removal's transactions are built and never sent; the only reads are the IPv4 ruleset's
+   * generation and one chain's handles through netlink, as a removal reads them. For a process
+   * to run that code once before an operator's first reap does; resolves the made-up leaks'
+   * report (empty when no managed network has an IPv4 subnet).
    */
   warmReap(allocations: number): Promise<LeakReport>;
   /** Re-reads the conf dir now (between operations: each operation reads the catalog once). */

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBatch, createIptables, formatRestoreInput } from '@allocnet/iptables-node';
+import type { NftLink } from '@allocnet/iptables-node';
 import { createRecordingExec } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { networkFacts } from './facts.js';
@@ -68,14 +69,28 @@ describe('warmReap', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('reports every made-up leak with its rules and chains, and runs nothing', async () => {
+  it('reports every made-up leak with its rules and chains, runs nothing and commits nothing', async () => {
     const v4 = createRecordingExec();
     const v6 = createRecordingExec();
+    // The nf_tables link: what the warm-up asks of the kernel (reads only).
+    const asked: string[] = [];
+    const link = (family: string): NftLink => ({
+      generation: () => {
+        asked.push(`${family} generation`);
+        return Promise.resolve(7);
+      },
+      rules: (table, chain) => {
+        asked.push(`${family} rules ${table} ${chain}`);
+        return Promise.resolve([]);
+      },
+      commit: () => Promise.reject(new Error('the warm-up committed')),
+      close: () => undefined,
+    });
     const configurator = await createCniConfigurator({
       runtime: createFakeRuntime(join(dir, 'cache')),
       iptables: {
-        ipv4: createIptables({ exec: v4 }),
-        ipv6: createIptables({ family: 'ipv6', exec: v6 }),
+        ipv4: createIptables({ exec: v4, nft: () => link('ipv4') }),
+        ipv6: createIptables({ family: 'ipv6', exec: v6, nft: () => link('ipv6') }),
       },
       defaultNetwork: { ipamDataDir: join(dir, 'ipam') },
     });
@@ -96,6 +111,8 @@ describe('warmReap', () => {
         expect(leak.state.chains).toHaveLength(2);
       }
       expect([...v4.calls, ...v6.calls]).toEqual([]);
+      // One removal's reads per batch of 500: 40 leaks are one batch.
+      expect(asked).toEqual(['ipv4 generation', 'ipv4 rules nat POSTROUTING']);
     } finally {
       await configurator.close();
     }

@@ -1,7 +1,9 @@
 // The reap path warmed before an operator's first reap: leaked allocations in the plugins' full
 // shape (bridge's masquerade, portmap's DNAT chain, the firewall's accepts: 11 iptables-save
 // lines each, as Debian's plugins 1.1.1 leave them), made up in memory and run through the same
-// parse and plan as a real reap. Nothing is read from the host and nothing changes on it.
+// parse, plan and removal as a real reap (leaks.ts `warmReap`). Nothing changes on the host: the
+// removal's nf_tables transactions are built and not sent, after the two reads a removal makes
+// first (the ruleset's generation, one chain's handles), which warm the netlink calls.
 //
 // Why: a reap of thousands of leaks is tens of thousands of lines through the parse, the plan and
 // the report, and the first one in a process runs them before V8 has compiled them: measured in

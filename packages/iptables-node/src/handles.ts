@@ -5,6 +5,7 @@ import type { Commands } from './commands.js';
 import { IptablesError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { NftLink, NftOp } from './nft.js';
+import { removalBatch } from './nft-messages.js';
 import type { Iptables, PlacedRemoval, RuleHandles } from './types.js';
 import { checkChain, checkTable } from './validate.js';
 import type { Family, Table } from './validate.js';
@@ -105,7 +106,7 @@ function removalOps(
 
 export function handleOps(
   options: HandlesOptions,
-): Required<Pick<Iptables, 'saveAt' | 'removeAt'>> {
+): Required<Pick<Iptables, 'saveAt' | 'removeAt' | 'warmRemoval'>> {
   const { commands, family, netns, nft, logger } = options;
 
   // The steps below interleave with other work of this process (each netlink call runs on a
@@ -167,5 +168,31 @@ export function handleOps(
     },
 
     removeAt: removeAtNow,
+
+    async warmRemoval(removal) {
+      let generation = 0;
+      const first = removal.rules[0]?.rule;
+      let link: NftLink | undefined;
+      try {
+        link = nft === false ? undefined : nft(family, netns);
+        generation = (await link?.generation()) ?? generation;
+        if (first !== undefined)
+          await link?.rules(first.table, first.chain, (_, message) => message.includes('CNI-'));
+      } catch (error) {
+        logger.debug('nf_tables: a warm-up read failed (nothing depends on it)', {
+          family,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      } finally {
+        link?.close();
+      }
+      const lists = new Map<string, bigint[]>();
+      for (const [key, c] of unreadChains({ generation, lists }, removal))
+        lists.set(
+          key,
+          Array.from({ length: c.size }, (_, i) => BigInt(i + 1)),
+        );
+      return removalBatch(family, generation, removalOps(removal, lists)).bytes.length;
+    },
   };
 }

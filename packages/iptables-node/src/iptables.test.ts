@@ -9,6 +9,7 @@ import { createIptables } from './iptables.js';
 import type { IptablesOptions, PlacedRule, RuleHandles } from './iptables.js';
 import type { Logger } from './logger.js';
 import type { NftLink, NftOp } from './nft.js';
+import { removalBatch } from './nft-messages.js';
 import type { Rule } from './rule.js';
 import type { SavedTable } from './save.js';
 import { createRecordingExec, exit, ok } from './testing/index.js';
@@ -654,5 +655,34 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     expect(error.message).toContain(message);
     expect(fake.commits).toEqual([]);
     expect(fake.calls.at(-1)).toBe('close');
+  });
+
+  it('warms a removal: reads the generation and the first rule’s chain, builds the batch, sends none', async () => {
+    const fake = fakeLink();
+    const { removal } = await saved(fakeLink().link);
+    const ipt = createIptables({ exec: createRecordingExec(), nft: () => fake.link });
+    const bytes = await ipt.warmRemoval?.(removal);
+    // The save's POSTROUTING holds two rules: the jump, second, gets the second made-up handle.
+    const expected = removalBatch('ipv4', 41, [
+      { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: 2n },
+      { kind: 'flushChain', table: 'nat', chain: CHAIN },
+      { kind: 'deleteChain', table: 'nat', chain: CHAIN },
+    ]);
+    expect(bytes).toBe(expected.bytes.length);
+    expect(fake.calls).toEqual(['rules nat POSTROUTING', 'close']);
+    expect(fake.commits).toEqual([]);
+  });
+
+  it('warms a removal even when the link’s reads fail (the chain is not there)', async () => {
+    const fake = fakeLink();
+    const { removal } = await saved(fakeLink().link);
+    const link: NftLink = {
+      ...fake.link,
+      rules: () => Promise.reject(new Error('not-found')),
+    };
+    const ipt = createIptables({ exec: createRecordingExec(), nft: () => link });
+    expect(await ipt.warmRemoval?.(removal)).toBeGreaterThan(0);
+    expect(fake.calls).toEqual(['close']);
+    expect(fake.commits).toEqual([]);
   });
 });

@@ -108,4 +108,12 @@ export interface Iptables {
    * undefined.
    */
   removeAt?(at: RuleHandles, removal: PlacedRemoval): Promise<RuleHandles | undefined>;
+  /**
+   * `removeAt`'s path run without changing anything, to warm it (a process's first removal of
+   * thousands of rules otherwise runs it cold): the generation and the handles of the first
+   * rule's chain read through the netlink link (GETGEN and one GETRULE dump: reads only; a chain
+   * or table that is not there is fine), then the transaction of `removal` built as if every
+   * chain held the save's rules, and never sent. Resolves the transaction's size in bytes.
+   */
+  warmRemoval?(removal: PlacedRemoval): Promise<number>;
 }
