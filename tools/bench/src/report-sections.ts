@@ -6,6 +6,7 @@ import { bootstrapMedian, median } from './stats.js';
 import {
   coldReapRatio,
   growth,
+  p50p95,
   processRatio,
   reapMedian,
   scaleWindowList,
@@ -84,7 +85,7 @@ export function reapSection(reap: ReapRun): string[] {
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...reap.cases.map((c) => {
       const m = reapMedian(c);
-      return `| ${c.method === 'nomad' ? 'Nomad’s forceCleanup' : 'allocnet reapLeaks'} | ${c.shape} | ${c.allocs} | ${LINES_PER_LEAK[c.shape]} | ${c.runsMs.length} | ${f1(m.median)} [${f1(m.lo)}, ${f1(m.hi)}] | ${(m.median / c.allocs).toFixed(3)} | ${f1(median(c.saveMs))} | ${fr(warmReapRatio(c))} |`;
+      return `| ${c.method === 'nomad' ? 'Nomad’s forceCleanup' : 'allocnet reapLeaks'} | ${c.shape} | ${c.allocs} | ${LINES_PER_LEAK[c.shape]} | ${c.runsMs.length} | ${f1(m.median)} [${f1(m.lo)}, ${f1(m.hi)}] | ${(m.median / c.allocs).toFixed(3)} | ${f1(median(c.saveMs))} | ${c.method === 'nomad' ? '–' : fr(warmReapRatio(c))} |`;
     }),
     '',
     'Each reap on a fresh node namespace, discovery included for allocnet; every one brought the node’s whole ruleset back to its baseline (the run stops otherwise). The save read is `iptables-save` and `ip6tables-save` at once, fresh processes, on the same node state just before the reap: the read any reap must do; the ratio is paired by reap.',
@@ -92,11 +93,9 @@ export function reapSection(reap: ReapRun): string[] {
   ]; // prettier-ignore
 }
 
-const P95 = (v: readonly number[]) => [...v].sort((a, b) => a - b)[Math.ceil(0.95 * v.length) - 1];
-
 export function cliSection(c: CliRun): string[] {
   const line = (label: string, k: 'node' | 'version' | 'help') =>
-    `| ${label} | ${f1(median(c.ms[k]))} | ${f1(P95(c.ms[k]) ?? Number.NaN)} | ${k === 'node' ? '1' : fr(processRatio(c.ms, k, 'node'))} |`;
+    `| ${label} | ${f1(p50p95(c.ms[k]).p50)} | ${f1(p50p95(c.ms[k]).p95)} | ${k === 'node' ? '1' : fr(processRatio(c.ms, k, 'node'))} |`;
   return [
     `### The CLI’s start: fresh processes, ${c.rounds} rounds interleaved`,
     '',

@@ -59,10 +59,10 @@ function planOf(quick: boolean, reapAllocs: string | undefined): SuitePlan {
   return {
     sequential: { n: quick ? 10 : 50, reps: quick ? 1 : 3 },
     concurrent: { n: 64, width: 8, rounds: quick ? 1 : 5 },
-    // --quick climbs to 250 (the window 20): the dense node, go-cni's climb beside it.
+    // --quick climbs to 250: the dense node, its goal and go-cni's climb beside it.
     scale: {
       live: quick ? 250 : 1000,
-      window: quick ? 20 : 50,
+      window: 50,
       floorAllocs: 10,
       checkRounds: 3,
       peerLive: 250,
