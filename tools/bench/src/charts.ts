@@ -92,13 +92,13 @@ export function scaleSpec(s: ScaleRun): TopLevelSpec {
   for (let from = 0; from < s.live; from += w) {
     values.push({
       live: Math.min(from + w, s.live),
-      op: 'setup',
+      op: 'allocnet setup',
       p50: windowP50(s.setupMs, from, from + w),
     });
     // Teardown i happens with live - i allocations live.
     values.push({
       live: s.live - from,
-      op: 'teardown',
+      op: 'allocnet teardown',
       p50: windowP50(s.teardownMs, from, from + w),
     });
   }
