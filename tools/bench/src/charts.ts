@@ -92,19 +92,26 @@ export function scaleSpec(s: ScaleRun): TopLevelSpec {
   for (let from = 0; from < s.live; from += w) {
     values.push({
       live: Math.min(from + w, s.live),
-      op: 'setup',
+      op: 'allocnet setup',
       p50: windowP50(s.setupMs, from, from + w),
     });
     // Teardown i happens with live - i allocations live.
     values.push({
       live: s.live - from,
-      op: 'teardown',
+      op: 'allocnet teardown',
       p50: windowP50(s.teardownMs, from, from + w),
     });
   }
+  // go-cni's own climb, on its own node beside the agent's first setups.
+  for (let from = 0; from < s.peer.live; from += w)
+    values.push({
+      live: Math.min(from + w, s.peer.live),
+      op: 'go-cni setup',
+      p50: windowP50(s.peer.setupMs, from, from + w),
+    });
   return spec({
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: `p50 per ${w} operations against live allocations (the agent, one at a time)`,
+    title: `p50 per ${w} operations against live allocations (the agent and go-cni, one at a time)`,
     config: CONFIG,
     width: 640,
     height: 280,

@@ -75,14 +75,14 @@ const runs = new Map<string, number[]>(cases.map((c) => [c.name, []]));
 // compiles the parser.
 const warm = cases[0];
 if (warm !== undefined) {
-  const ms = await reapOnce({ ...warm, ...(BATCH === undefined ? {} : { batchSize: BATCH }) });
+  const { ms } = await reapOnce({ ...warm, ...(BATCH === undefined ? {} : { batchSize: BATCH }) });
   process.stderr.write(
     `warm-up (untimed): ${warm.name} reaped ${warm.allocs} in ${ms.toFixed(1)} ms\n`,
   );
 }
 for (let rep = 0; rep < REPS; rep++)
   for (const c of roundOrder(cases, rep)) {
-    const ms = await reapOnce({ ...c, ...(BATCH === undefined ? {} : { batchSize: BATCH }) });
+    const { ms } = await reapOnce({ ...c, ...(BATCH === undefined ? {} : { batchSize: BATCH }) });
     runs.get(c.name)?.push(ms);
     process.stderr.write(
       `rep ${rep + 1}/${REPS}: ${c.name} reaped ${c.allocs} in ${ms.toFixed(1)} ms\n`,

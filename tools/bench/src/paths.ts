@@ -9,5 +9,7 @@ export const REPO = resolve(here, '..', '..', '..');
 export const DIST = here;
 /** The agent, built. */
 export const AGENT_MAIN = join(REPO, 'packages', 'agent', 'dist', 'main.js');
+/** The CLI, built: what the `allocnet` command runs. */
+export const CLI_MAIN = join(REPO, 'packages', 'cli', 'dist', 'main.js');
 /** Where every benchmark writes its JSON by default. */
 export const RESULTS = join(REPO, 'tools', 'bench', 'results');

@@ -136,13 +136,14 @@ export async function reap({
   nomadAllocs,
   nomadReps,
 }: SuitePlan['reap']): Promise<ReapRun> {
-  const cases: (ReapCase & { runsMs: number[]; reps: number })[] = [
+  const cases: (ReapCase & { runsMs: number[]; saveMs: number[]; reps: number })[] = [
     ...sizes.flatMap((allocs) =>
       (['full', 'netns-deleted'] as const).map((shape: LeakShape) => ({
         method: 'allocnet' as const,
         shape,
         allocs,
         runsMs: [] as number[],
+        saveMs: [] as number[],
         reps,
       })),
     ),
@@ -151,6 +152,7 @@ export async function reap({
       shape: 'netns-deleted' as const,
       allocs: nomadAllocs,
       runsMs: [],
+      saveMs: [],
       reps: nomadReps,
     },
   ];
@@ -158,7 +160,7 @@ export async function reap({
   // the netlink bindings and compiles the parser, a cost that then lands on no contender's samples.
   const warm = cases[0];
   if (warm !== undefined) {
-    const ms = await reapOnce(warm);
+    const { ms } = await reapOnce(warm);
     log(
       `reap warm-up (untimed): ${warm.method} reaped ${warm.allocs} ${warm.shape} leaks in ${ms.toFixed(1)} ms`,
     );
@@ -168,13 +170,20 @@ export async function reap({
       cases.filter((x) => x.reps > rep),
       rep,
     )) {
-      const ms = await reapOnce(c);
+      const { ms, saveMs } = await reapOnce(c);
       c.runsMs.push(ms);
+      c.saveMs.push(saveMs);
       log(
-        `reap rep ${rep + 1}: ${c.method} reaped ${c.allocs} ${c.shape} leaks in ${ms.toFixed(1)} ms`,
+        `reap rep ${rep + 1}: ${c.method} reaped ${c.allocs} ${c.shape} leaks in ${ms.toFixed(1)} ms (their save read ${saveMs.toFixed(1)} ms)`,
       );
     }
   return {
-    cases: cases.map(({ method, shape, allocs, runsMs }) => ({ method, shape, allocs, runsMs })),
+    cases: cases.map(({ method, shape, allocs, runsMs, saveMs }) => ({
+      method,
+      shape,
+      allocs,
+      runsMs,
+      saveMs,
+    })),
   };
 }

@@ -13,7 +13,10 @@
 //                allocnet; Nomad's per-allocation forceCleanup on the netns-deleted shape
 //   reap-agent : 5,000 full-shape leaks reaped through a running agent with 20 live allocations,
 //                its first ReapLeaks and a warm one, while a client asks it every 20 ms
-//                (suite-reap-agent.ts); fresh agents, 5 rounds
+//                (suite-reap-agent.ts); fresh agents, 10 rounds
+//   cli        : `node -e 0`, `allocnet version`, `allocnet --help`, fresh processes interleaved
+//   reap-cli   : `allocnet leaks --reap --local` of 1,000 full-shape leaks as a fresh process,
+//                beside the save read and `node -e 0` on the same node state (suite-cli.ts)
 // Writes every raw sample and the environment as JSON, a markdown summary with the goals, and
 // PNG charts (report.ts); `--docs` also rewrites docs/performance.md. The flags and the plan are
 // suite-plan.ts's, what the scenarios stand on suite-node.ts's, the scenarios suite-scenarios.ts's
@@ -26,11 +29,13 @@ import { join } from 'node:path';
 import { requireNetworkTestHost } from '@allocnet/testns';
 import { environment } from './env.js';
 import { GOCNI_DRIVER, removeLibcniCache } from './gocni.js';
-import { AGENT_MAIN, DIST, REPO } from './paths.js';
+import { AGENT_MAIN, CLI_MAIN, DIST, REPO } from './paths.js';
 import { writeReport } from './report.js';
 import { log } from './suite-node.js';
 import type { SuiteContext } from './suite-node.js';
+import { cli, reapCli } from './suite-cli.js';
 import { parseSuiteArgs } from './suite-plan.js';
+import type { Scenario } from './suite-plan.js';
 import { reapAgent } from './suite-reap-agent.js';
 import { concurrent, reap, sequential } from './suite-scenarios.js';
 import { scale } from './suite-scale.js';
@@ -42,21 +47,36 @@ const ctx: SuiteContext = { pluginDir: flags.pluginDir, peerIds: new Set<string>
 const hadLibcniDirs = existsSync('/var/lib/cni');
 
 await requireNetworkTestHost([
-  'ip', 'iptables', 'iptables-restore', 'nsenter', `${ctx.pluginDir}/bridge`, GOCNI_DRIVER, AGENT_MAIN,
-  join(DIST, 'suite-inner.js'),
+  'ip', 'iptables', 'iptables-restore', 'iptables-save', 'ip6tables-save', 'nsenter',
+  `${ctx.pluginDir}/bridge`, GOCNI_DRIVER, AGENT_MAIN, CLI_MAIN, join(DIST, 'suite-inner.js'),
 ]); // prettier-ignore
 const started = Date.now();
+/** Each scenario's seconds, in the order run. */
+const scenarioS: Record<string, number> = {};
+async function run<T>(name: Scenario, fn: () => Promise<T>): Promise<T | undefined> {
+  if (!only.has(name)) return undefined;
+  const t0 = Date.now();
+  try {
+    return await fn();
+  } finally {
+    scenarioS[name] = (Date.now() - t0) / 1000;
+    log(`${name}: ${scenarioS[name].toFixed(0)} s`);
+  }
+}
 let results: SuiteResults;
 try {
   results = {
     command: `node tools/bench/dist/suite.js${process.argv.slice(2).length > 0 ? ` ${process.argv.slice(2).join(' ')}` : ''}`,
     environment: await environment(),
     plan,
-    sequential: only.has('sequential') ? await sequential(ctx, plan.sequential) : undefined,
-    concurrent: only.has('concurrent') ? await concurrent(ctx, plan.concurrent) : undefined,
-    scale: only.has('scale') ? await scale(ctx, plan.scale) : undefined,
-    reap: only.has('reap') ? await reap(plan.reap) : undefined,
-    reapAgent: only.has('reap-agent') ? await reapAgent(ctx, plan.reapAgent) : undefined,
+    sequential: await run('sequential', () => sequential(ctx, plan.sequential)),
+    concurrent: await run('concurrent', () => concurrent(ctx, plan.concurrent)),
+    scale: await run('scale', () => scale(ctx, plan.scale)),
+    reap: await run('reap', () => reap(plan.reap)),
+    reapAgent: await run('reap-agent', () => reapAgent(ctx, plan.reapAgent)),
+    cli: await run('cli', () => cli(plan.cli)),
+    reapCli: await run('reap-cli', () => reapCli(plan.reapCli)),
+    scenarioS,
     durationS: 0,
   };
 } finally {

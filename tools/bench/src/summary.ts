@@ -62,6 +62,18 @@ export interface InnerSamples {
   readonly teardownMs: readonly number[];
 }
 
+/** A window of live allocations, 1-based and inclusive: `1–20` is the setups that made the 1st to the 20th live. */
+export interface LiveWindow {
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * Fresh processes timed from their spawn to their end, interleaved round by round (a Williams
+ * square over the contenders): sample k of each was taken in round k, beside the others'.
+ */
+export type ProcessSamples<K extends string> = Readonly<Record<K, readonly number[]>>;
+
 export interface ScaleRun {
   readonly live: number;
   readonly window: number;
@@ -93,6 +105,21 @@ export interface ScaleRun {
   readonly floor: { readonly empty: InnerSamples; readonly full: InnerSamples };
   /** allocnet-lib the same way, for its CHECK (what a restore runs). */
   readonly lib: { readonly empty: InnerSamples; readonly full: InnerSamples };
+  /**
+   * go-cni's own climb on a node of its own, one setup at a time, each beside the agent's setup of
+   * the same rank: setup i was made with i of go-cni's allocations already live.
+   */
+  readonly peer: { readonly live: number; readonly setupMs: readonly number[] };
+  /** From the spawn to the first answered ListAllocNetworks of fresh agents holding nothing. */
+  readonly servingEmptyMs: readonly number[];
+  /** With `live` allocations: `allocnet alloc list` against the agent, and `node -e 0`. */
+  readonly allocList: ProcessSamples<'node' | 'list'>;
+}
+
+/** The CLI's start: `node -e 0`, `allocnet version` and `allocnet --help`, fresh processes. */
+export interface CliRun {
+  readonly rounds: number;
+  readonly ms: ProcessSamples<'node' | 'version' | 'help'>;
 }
 
 /** Every reap of one case, in milliseconds. */
@@ -101,6 +128,22 @@ export interface ReapCase {
   readonly shape: LeakShape;
   readonly allocs: number;
   readonly runsMs: readonly number[];
+  /**
+   * Before each reap, on the same node state: the wall time of the read any reap must do,
+   * `iptables-save` and `ip6tables-save` at once in fresh processes (what the reap's scan reads).
+   */
+  readonly saveMs: readonly number[];
+}
+
+/**
+ * `allocnet leaks --reap --local` of `leaks` full-shape leaks as a fresh process, and on the same
+ * node state just before it, in turn, the save read (as `ReapCase.saveMs`) and `node -e 0`.
+ */
+export interface ReapCliRun {
+  readonly leaks: number;
+  readonly cliMs: readonly number[];
+  readonly saveMs: readonly number[];
+  readonly nodeMs: readonly number[];
 }
 
 export interface ReapRun {
@@ -135,6 +178,10 @@ export interface SuiteResults {
   readonly scale: ScaleRun | undefined;
   readonly reap: ReapRun | undefined;
   readonly reapAgent?: ReapAgentRun | undefined;
+  readonly cli?: CliRun | undefined;
+  readonly reapCli?: ReapCliRun | undefined;
+  /** Each scenario's seconds, as run. */
+  readonly scenarioS?: Readonly<Record<string, number>>;
   readonly durationS: number;
 }
 
@@ -197,23 +244,49 @@ export function throughputRatio(run: ConcurrentRun, c: Contender, vs: Contender)
   return bootstrapRatio(throughputs(run, c), throughputs(run, vs), { paired: true, seed: 17 });
 }
 
-export function windowSamples(samples: readonly number[], from: number, to: number): number[] {
-  return samples.slice(from, to);
-}
-
+/** The p50 of `samples[from…to)` (the chart's moving windows). */
 export function windowP50(samples: readonly number[], from: number, to: number): number {
-  return median(windowSamples(samples, from, to));
+  return median(samples.slice(from, to));
 }
 
-/** The scale scenario's windows: setups at 1..w and live-w+1..live; teardowns the other way round. */
+/** The windows the scale tables show: 1–20, 1–W, 91–110, 231–250 and the last W, those that fit. */
+export function scaleWindowList(live: number, window: number): LiveWindow[] {
+  const all = [
+    { from: 1, to: 20 },
+    { from: 1, to: window },
+    { from: 91, to: 110 },
+    { from: 231, to: 250 },
+    { from: live - window + 1, to: live },
+  ];
+  const fit = all.filter((w) => w.from >= 1 && w.to <= live && w.from <= w.to);
+  return fit
+    .filter((w, i) => fit.findIndex((x) => x.from === w.from && x.to === w.to) === i)
+    .sort((a, b) => a.from - b.from || a.to - b.to);
+}
+
+/** The setups that made the `from`th to the `to`th allocation live (setup i had i live before it). */
+export function setupWindow(setupMs: readonly number[], w: LiveWindow): number[] {
+  return setupMs.slice(w.from - 1, w.to);
+}
+
+/** The teardowns made with `to` down to `from` live (teardown j had `live` − j live before it). */
+export function teardownWindow(
+  teardownMs: readonly number[],
+  live: number,
+  w: LiveWindow,
+): number[] {
+  return teardownMs.slice(live - w.to, live - w.from + 1);
+}
+
+/** The scale scenario's windows: setups at 1..w and live-w+1..live; teardowns the same counts. */
 export function scaleWindows(s: ScaleRun) {
-  const w = s.window;
+  const low = { from: 1, to: s.window };
+  const high = { from: s.live - s.window + 1, to: s.live };
   return {
-    setupLow: windowSamples(s.setupMs, 0, w),
-    setupHigh: windowSamples(s.setupMs, s.live - w, s.live),
-    // Teardowns run from `live` allocations down to one: the first window is at the high count.
-    teardownHigh: windowSamples(s.teardownMs, 0, w),
-    teardownLow: windowSamples(s.teardownMs, s.live - w, s.live),
+    setupLow: setupWindow(s.setupMs, low),
+    setupHigh: setupWindow(s.setupMs, high),
+    teardownHigh: teardownWindow(s.teardownMs, s.live, high),
+    teardownLow: teardownWindow(s.teardownMs, s.live, low),
   };
 }
 
@@ -225,4 +298,42 @@ export function growth(high: readonly number[], low: readonly number[]): RatioIn
 /** A reap case's median with its bootstrap 95% interval over the reps. */
 export function reapMedian(c: ReapCase) {
   return bootstrapMedian(c.runsMs, { seed: 23 });
+}
+
+/** `c`'s wall time over `vs`'s, paired by round, with its bootstrap 95% interval. */
+export function processRatio<K extends string>(
+  samples: ProcessSamples<K>,
+  c: K,
+  vs: K,
+): RatioInterval {
+  return bootstrapRatio(samples[c], samples[vs], { paired: true, seed: 31 });
+}
+
+/** A warm reap over the save read of the same node state, paired by rep. */
+export function warmReapRatio(c: ReapCase): RatioInterval {
+  return bootstrapRatio(c.runsMs, c.saveMs, { paired: true, seed: 37 });
+}
+
+/** The CLI's cold reap over (the save read + `node -e 0`) of the same node state, paired by round. */
+export function coldReapRatio(r: ReapCliRun): RatioInterval {
+  const comparator = r.saveMs.map((ms, i) => ms + (r.nodeMs[i] ?? Number.NaN));
+  return bootstrapRatio(r.cliMs, comparator, { paired: true, seed: 41 });
+}
+
+/**
+ * The restore over Nomad's way of restoring (one CHECK through the plugins per allocation, one
+ * after another): `live` × the floor's CHECK p50 with `live` allocations. The restore is one
+ * measurement; the interval resamples the floor's CHECKs.
+ */
+export function restoreRatio(s: ScaleRun): RatioInterval {
+  const nomad = s.floor.full.checkMs.map((ms) => ms * s.live);
+  return bootstrapRatio([s.restart.restoreMs], nomad, { seed: 43 });
+}
+
+/**
+ * Serving with `live` allocations (one restart) over serving with none (fresh agents on an empty
+ * node); the interval resamples the empty agents.
+ */
+export function servingRatio(s: ScaleRun): RatioInterval {
+  return bootstrapRatio([s.restart.spawnToFirstAnswerMs], s.servingEmptyMs, { seed: 47 });
 }
