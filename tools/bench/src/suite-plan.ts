@@ -80,7 +80,7 @@ function planOf(quick: boolean, reapAllocs: string | undefined): SuitePlan {
       nomadAllocs: quick ? 100 : 1000,
       nomadReps: quick ? 1 : 2,
     },
-    reapAgent: { leaks: quick ? 1000 : 5000, live: quick ? 5 : 20, rounds: quick ? 1 : 10 },
+    reapAgent: { leaks: quick ? 1000 : 5000, live: quick ? 5 : 20, rounds: quick ? 1 : 16 },
     // Three contenders: a Williams square balances its neighbours over 6 rounds.
     cli: { rounds: quick ? 6 : 18 },
     reapCli: { leaks: 1000, rounds: quick ? 3 : 10 },

@@ -13,7 +13,7 @@
 //                allocnet; Nomad's per-allocation forceCleanup on the netns-deleted shape
 //   reap-agent : 5,000 full-shape leaks reaped through a running agent with 20 live allocations,
 //                its first ReapLeaks and a warm one, while a client asks it every 20 ms
-//                (suite-reap-agent.ts); fresh agents, 10 rounds
+//                (suite-reap-agent.ts); fresh agents, 16 rounds
 //   cli        : `node -e 0`, `allocnet version`, `allocnet --help`, fresh processes interleaved
 //   reap-cli   : `allocnet leaks --reap --local` of 1,000 full-shape leaks as a fresh process,
 //                beside the save read and `node -e 0` on the same node state (suite-cli.ts)
