@@ -5,7 +5,6 @@
 import type { AgentConnection } from './agent-client.js';
 import { connectionSettings } from './connect-options.js';
 import type { ConnectOptions } from './connect-options.js';
-import { probeConnect } from './connect-probe.js';
 import { isCliError, unreachableError } from './errors.js';
 
 /**
@@ -19,6 +18,8 @@ export async function withAgent<T>(
   const settings = connectionSettings(options);
   // Only a unix socket: it answers at once, where a TCP address may take the probe's timeout.
   if (settings.target.startsWith('unix:')) {
+    // node:net too is loaded here, not by `--help`
+    const { probeConnect } = await import('./connect-probe.js');
     const refused = await probeConnect(settings.target);
     if (refused !== undefined) throw unreachableError(settings.address, refused);
   }
