@@ -1,7 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from '@allocnet/cni/testing';
-import { agentCommand, normalizeAgentArgs, runAgentCli } from './command.js';
+import { agentCommand, runAgentCli } from './command.js';
+import { normalizeAgentArgs } from './command-line.js';
 import type { DevSandboxRequest, DevSandbox } from './command.js';
 
 function io(env: Record<string, string> = {}) {

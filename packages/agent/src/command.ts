@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { DEFAULT_PLUGIN_DIRS } from '@allocnet/cni';
 import { startAgent } from './agent.js';
 import type { RunningAgent } from './agent.js';
+import { AGENT_COMMAND_DESCRIPTION, normalizeAgentArgs } from './command-line.js';
 import { loadAgentConfig } from './config.js';
 import type { AgentConfig, AgentFlags } from './config.js';
 import { CNI_CACHE_SUBDIR, CNI_QUEUE_SUBDIR, CNI_SOCKET_NAME, DEFAULTS } from './defaults.js';
@@ -74,14 +75,6 @@ function flagsOf(options: Record<string, unknown>): AgentFlags {
 
 function collect(value: string, previous: readonly string[] | undefined): string[] {
   return [...(previous ?? []), value];
-}
-
-/**
- * `-dev` (Nomad's spelling) as `--dev`: commander has no single-dash long options. The CLI's
- * entry calls this on its argv before parsing.
- */
-export function normalizeAgentArgs(argv: readonly string[]): string[] {
-  return argv.map((a) => (a === '-dev' ? '--dev' : a));
 }
 
 /** Runs the agent until a signal stops it; resolves when it has stopped. */
@@ -162,9 +155,7 @@ async function runDev(
  */
 export function agentCommand(io: AgentIo, options: AgentCommandOptions = {}): Command {
   const command = new Command('agent')
-    .description(
-      'run the allocnet node agent: allocation networks over gRPC on a unix socket (and TCP with TLS)',
-    )
+    .description(AGENT_COMMAND_DESCRIPTION)
     .addOption(new Option('--config <file>', `config file, JSON or YAML (env ${CONFIG_ENV})`))
     .addOption(new Option('--data-dir <dir>', `state directory (default ${DEFAULTS.dataDir})`))
     .addOption(new Option('--socket <path>', `unix socket (default ${DEFAULTS.socket})`))

@@ -2,15 +2,16 @@
 // Defaults shared with a library come from it (CNI directories from @allocnet/cni, the
 // namespace prefix, concurrency and reconcile mode and interval from @allocnet/alloc-runner, the default
 // network's IPAM dir from @allocnet/cni-configurator); the agent's own are written here. The
-// config loader, the `allocnet agent` help and the CLI read them from here.
+// config loader, the `allocnet agent` help and the CLI read them from here; the CLI through
+// `@allocnet/agent/defaults`, so this module imports only the libraries' own defaults modules.
 import {
   DEFAULT_MAX_CONCURRENT,
   DEFAULT_NETNS_PREFIX,
   DEFAULT_RECONCILE_INTERVAL_MS,
   DEFAULT_RECONCILE_MODE,
-} from '@allocnet/alloc-runner';
-import { DEFAULT_CONF_DIR } from '@allocnet/cni';
-import { DEFAULT_IPAM_DATA_DIR } from '@allocnet/cni-configurator';
+} from '@allocnet/alloc-runner/defaults';
+import { DEFAULT_CONF_DIR } from '@allocnet/cni/defaults';
+import { DEFAULT_IPAM_DATA_DIR } from '@allocnet/cni-configurator/defaults';
 
 /** Every default of the configuration but the CNI plugin dirs (@allocnet/cni's `DEFAULT_PLUGIN_DIRS`). */
 export const DEFAULTS = {

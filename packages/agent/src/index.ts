@@ -18,7 +18,8 @@ export { startAgent, agentVersion } from './agent.js';
 export type { ReadyInfo, RunningAgent, StartAgentOptions } from './agent.js';
 export type { ReloadReport } from './reload.js';
 export { readOperatorToken } from './secrets.js';
-export { agentCommand, normalizeAgentArgs, runAgentCli } from './command.js';
+export { agentCommand, runAgentCli } from './command.js';
+export { AGENT_COMMAND_DESCRIPTION, normalizeAgentArgs } from './command-line.js';
 export type {
   AgentCommandOptions,
   AgentIo,

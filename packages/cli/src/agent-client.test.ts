@@ -6,8 +6,12 @@ import type { Server } from 'node:net';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { tempDir } from '@allocnet/cni/testing';
+import { kindOfStatus } from '@allocnet/proto';
 import { callError } from './agent-client.js';
 import { probeAddress, probeConnect } from './connect-probe.js';
+import { isCliError } from './errors.js';
+import type { CliError } from './errors.js';
+import { withAgent } from './with-agent.js';
 
 function serviceError(code: grpc.status, details: string): grpc.ServiceError {
   return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), {
@@ -123,5 +127,49 @@ describe('probeConnect', () => {
     const tcp = await listen(0);
     const port = (tcp.address() as { port: number }).port;
     expect(await probeConnect(`127.0.0.1:${port}`)).toBeUndefined();
+  });
+});
+
+describe('withAgent', () => {
+  it('refuses a socket that does not connect before loading gRPC, as a failed call would', async () => {
+    const dir = await tempDir();
+    try {
+      const address = join(dir.path, 'none.sock');
+      let called = false;
+      const error: unknown = await withAgent({ address, timeout: '1000' }, () => {
+        called = true;
+        return Promise.resolve();
+      }).catch((e: unknown) => e);
+      const failed = await callError(
+        { address, target: `unix://${address}` },
+        serviceError(grpc.status.UNAVAILABLE, 'No connection established'),
+      );
+      expect(called).toBe(false);
+      expect(isCliError(error)).toBe(true);
+      const { message, code, kind, grpcStatus } = error as CliError;
+      expect({ message, code, kind, grpcStatus }).toEqual({
+        message: failed.message,
+        code: failed.code,
+        kind: failed.kind,
+        grpcStatus: failed.grpcStatus,
+      });
+      expect([kind, grpcStatus]).toEqual([
+        kindOfStatus(grpc.status.UNAVAILABLE),
+        grpc.status.UNAVAILABLE,
+      ]);
+    } finally {
+      await dir.remove();
+    }
+  });
+
+  it('refuses bad flags as usage errors before it connects', async () => {
+    await expect(
+      withAgent({ address: '/x.sock', timeout: '0' }, () => Promise.resolve()),
+    ).rejects.toThrow('--timeout "0" is not a whole number of milliseconds');
+    await expect(
+      withAgent({ address: '/x.sock', timeout: '10', tokenFile: '/nonexistent/token' }, () =>
+        Promise.resolve(),
+      ),
+    ).rejects.toThrow('--token-file "/nonexistent/token" cannot be read');
   });
 });

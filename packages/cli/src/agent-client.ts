@@ -1,67 +1,25 @@
-import { readFileSync } from 'node:fs';
+// The gRPC side of a call to the agent: grpc-js and the contract's clients, loaded by
+// with-agent.ts only once the flags are checked and the agent's socket answers a connect.
 import * as grpc from '@grpc/grpc-js';
-import { DEFAULTS } from '@allocnet/agent';
 import { messageOf } from '@allocnet/base';
-import type { Command } from 'commander';
-import { Option } from 'commander';
 import {
-  agentTarget,
   createAllocNetworkClient,
   createOperatorClient,
-  isProtoError,
   isServiceError,
   kindOfStatus,
-} from '@allocnet/proto';
+  unary,
+} from '@allocnet/proto/client';
 import type {
   AllocNetworkServiceClient,
   OperatorServiceClient,
-  UnaryOptions,
-} from '@allocnet/proto';
+  UnaryMethod,
+  UnaryRequest,
+  UnaryResponse,
+} from '@allocnet/proto/client';
+import type { ConnectionSettings } from './connect-options.js';
 import { probeConnect } from './connect-probe.js';
 import type { ConnectProbe } from './connect-probe.js';
-import { CliError, isCliError, usageError } from './errors.js';
-
-/** The agent's socket when none is given: the agent's own default. */
-export const DEFAULT_AGENT_ADDRESS = DEFAULTS.socket;
-
-/** How to reach an agent: `--address`, TLS files for TCP, an operator token, a deadline. */
-export interface ConnectOptions {
-  readonly address: string;
-  readonly tlsCa?: string;
-  readonly tlsCert?: string;
-  readonly tlsKey?: string;
-  readonly tokenFile?: string;
-  readonly timeout: string;
-}
-
-/** `--address`, the TLS files, the token and the deadline. */
-export function connectOptions(command: Command): Command {
-  return securityOptions(
-    command.addOption(
-      new Option('--address <addr>', 'the agent: a socket path, unix:<path> or host:port')
-        .env('ALLOCNET_ADDRESS')
-        .default(DEFAULT_AGENT_ADDRESS),
-    ),
-  );
-}
-
-/** The TLS files, the token and the deadline (for commands that take their addresses otherwise). */
-export function securityOptions(command: Command): Command {
-  return command
-    .addOption(new Option('--tls-ca <file>', 'CA that signed the agent’s certificate (TCP)'))
-    .addOption(new Option('--tls-cert <file>', 'client certificate (TCP)'))
-    .addOption(new Option('--tls-key <file>', 'client key (TCP)'))
-    .addOption(new Option('--token-file <file>', 'operator token, sent as a bearer token (TCP)'))
-    .addOption(new Option('--timeout <ms>', 'deadline of each call').default('120000'));
-}
-
-function readFile(flag: string, file: string): Buffer {
-  try {
-    return readFileSync(file);
-  } catch (error) {
-    throw usageError(`${flag} ${JSON.stringify(file)} cannot be read: ${messageOf(error)}`, error);
-  }
-}
+import { CliError, unreachableError } from './errors.js';
 
 export interface AgentConnection {
   /** As the user wrote it (`--address`, `--node`). */
@@ -72,54 +30,35 @@ export interface AgentConnection {
   readonly operator: OperatorServiceClient;
   readonly metadata: grpc.Metadata;
   readonly deadlineMs: number;
+  /** Calls a unary method of `client` with this connection's deadline and metadata (the token). */
+  unary<C extends grpc.Client, M extends UnaryMethod<C>>(
+    client: C,
+    method: M,
+    request: UnaryRequest<C, M>,
+  ): Promise<UnaryResponse<C, M>>;
   close(): void;
 }
 
 /** Opens clients to the agent; a unix socket needs no credentials, TCP needs TLS files. */
-export function connect(options: ConnectOptions): AgentConnection {
-  let target: string;
-  try {
-    target = agentTarget(options.address);
-  } catch (error) {
-    if (!isProtoError(error)) throw error;
-    throw usageError(`--address: ${error.message}`, error);
-  }
-  const deadlineMs = Number(options.timeout);
-  if (!Number.isInteger(deadlineMs) || deadlineMs < 1)
-    throw usageError(
-      `--timeout ${JSON.stringify(options.timeout)} is not a whole number of milliseconds`,
-    );
-  const unix = target.startsWith('unix:');
-  let credentials: grpc.ChannelCredentials;
-  if (unix) credentials = grpc.credentials.createInsecure();
-  else {
-    if (options.tlsCa === undefined)
-      throw usageError(
-        `--tls-ca is needed to reach ${options.address} over TCP (the agent only serves TCP with TLS)`,
-      );
-    if ((options.tlsCert === undefined) !== (options.tlsKey === undefined))
-      throw usageError('--tls-cert and --tls-key go together');
-    credentials = grpc.credentials.createSsl(
-      readFile('--tls-ca', options.tlsCa),
-      options.tlsKey === undefined ? null : readFile('--tls-key', options.tlsKey),
-      options.tlsCert === undefined ? null : readFile('--tls-cert', options.tlsCert),
-    );
-  }
+export function connect(settings: ConnectionSettings): AgentConnection {
+  const { tls } = settings;
+  const credentials =
+    tls === undefined
+      ? grpc.credentials.createInsecure()
+      : grpc.credentials.createSsl(tls.ca, tls.key, tls.cert);
   const metadata = new grpc.Metadata();
-  if (options.tokenFile !== undefined)
-    metadata.set(
-      'authorization',
-      `Bearer ${readFile('--token-file', options.tokenFile).toString('utf8').trim()}`,
-    );
-  const alloc = createAllocNetworkClient(target, credentials);
-  const operator = createOperatorClient(target, credentials);
+  if (settings.token !== undefined) metadata.set('authorization', `Bearer ${settings.token}`);
+  const alloc = createAllocNetworkClient(settings.target, credentials);
+  const operator = createOperatorClient(settings.target, credentials);
+  const { deadlineMs } = settings;
   return {
-    address: options.address,
-    target,
+    address: settings.address,
+    target: settings.target,
     alloc,
     operator,
     metadata,
     deadlineMs,
+    unary: (client, method, request) => unary(client, method, request, { deadlineMs, metadata }),
     close() {
       alloc.close();
       operator.close();
@@ -130,8 +69,8 @@ export function connect(options: ConnectOptions): AgentConnection {
 /**
  * A failed call as one line: `agent <address>: <STATUS>: <details>`. A call that never reached
  * the agent (UNAVAILABLE, and a connect to its address fails now: `probe`) says why and what to
- * do instead of grpc's details. The kind is the agent's, read back from the status
- * (`kindOfStatus`, @allocnet/proto's one table); a call without an answer is `internal`.
+ * do instead of grpc's details (`unreachableError`). The kind is the agent's, read back from the
+ * status (`kindOfStatus`, @allocnet/proto's one table); a call without an answer is `internal`.
  */
 export async function callError(
   agent: Pick<AgentConnection, 'address' | 'target'>,
@@ -143,37 +82,13 @@ export async function callError(
       code: 'agent-call',
       cause: error,
     });
-  const name = (grpc.status[error.code] as string | undefined) ?? String(error.code);
   const refused = error.code === grpc.status.UNAVAILABLE ? await probe(agent.target) : undefined;
-  const details =
-    refused === undefined
-      ? error.details
-      : `cannot connect (${refused}); is the agent running? start it with \`allocnet agent\`, or pass --address`;
-  return new CliError(`agent ${agent.address}: ${name}: ${details}`, {
+  if (refused !== undefined) return unreachableError(agent.address, refused, error);
+  const name = (grpc.status[error.code] as string | undefined) ?? String(error.code);
+  return new CliError(`agent ${agent.address}: ${name}: ${error.details}`, {
     code: 'agent-call',
     kind: kindOfStatus(error.code) ?? 'internal',
     grpcStatus: error.code,
     cause: error,
   });
-}
-
-/** Runs `fn` with a connection, turning a failed call into one line and closing the clients. */
-export async function withAgent<T>(
-  options: ConnectOptions,
-  fn: (agent: AgentConnection) => Promise<T>,
-): Promise<T> {
-  const agent = connect(options);
-  try {
-    return await fn(agent);
-  } catch (error) {
-    if (isCliError(error)) throw error;
-    throw await callError(agent, error);
-  } finally {
-    agent.close();
-  }
-}
-
-/** A unary call's deadline and metadata (the token) on `agent`. */
-export function call(agent: AgentConnection): UnaryOptions {
-  return { deadlineMs: agent.deadlineMs, metadata: agent.metadata };
 }

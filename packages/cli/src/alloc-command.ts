@@ -1,19 +1,19 @@
 // `allocnet alloc …`: the scheduler's calls for one node, for people. One function per sub-command
 // (its flags, its call, its printing); `allocCommand` puts them together.
 import { Command } from 'commander';
-import { unary } from '@allocnet/proto';
 import type {
   DetachNetworkResponse__Output,
   HostState__Output,
   Port,
   TeardownAllocNetworkResponse__Output,
 } from '@allocnet/proto';
-import { call, connectOptions, withAgent } from './agent-client.js';
-import type { ConnectOptions } from './agent-client.js';
+import { connectOptions } from './connect-options.js';
+import type { ConnectOptions } from './connect-options.js';
 import { STATUS_HEADER, statusLines, statusRows } from './alloc-status.js';
 import type { CliIo } from './io.js';
 import { reportedFailure, usageError } from './errors.js';
 import { formatTable } from './table.js';
+import { withAgent } from './with-agent.js';
 
 /** `--port label:value[:to][@hostip]` into a request port. */
 export function parsePort(text: string): Port {
@@ -89,7 +89,7 @@ function setupCommand(alloc: Command, io: CliIo): void {
       netnsPath: o.netnsPath ?? '',
     };
     const response = await withAgent(o, (agent) =>
-      unary(agent.alloc, 'SetupAllocNetwork', request, call(agent)),
+      agent.unary(agent.alloc, 'SetupAllocNetwork', request),
     );
     if (o.json === true) {
       print(io, response);
@@ -154,7 +154,7 @@ function teardownCommand(alloc: Command, io: CliIo): void {
       .option('--json', 'print JSON'),
   ).action(async (allocId: string, o: ConnectOptions & Json) => {
     const response = await withAgent(o, (agent) =>
-      unary(agent.alloc, 'TeardownAllocNetwork', { allocId }, call(agent)),
+      agent.unary(agent.alloc, 'TeardownAllocNetwork', { allocId }),
     );
     if (o.json === true) print(io, response);
     else for (const line of teardownLines(allocId, response)) io.stdout.write(`${line}\n`);
@@ -202,7 +202,7 @@ function attachCommands(alloc: Command, io: CliIo): void {
       defaultRoute: o.defaultRoute === true,
     };
     const response = await withAgent(o, (agent) =>
-      unary(agent.alloc, 'AttachNetwork', { allocId, attachment }, call(agent)),
+      agent.unary(agent.alloc, 'AttachNetwork', { allocId, attachment }),
     );
     if (o.json === true) {
       print(io, response);
@@ -223,7 +223,7 @@ function attachCommands(alloc: Command, io: CliIo): void {
       .option('--json', 'print JSON'),
   ).action(async (allocId: string, ifName: string, o: ConnectOptions & Json) => {
     const response = await withAgent(o, (agent) =>
-      unary(agent.alloc, 'DetachNetwork', { allocId, interfaceName: ifName }, call(agent)),
+      agent.unary(agent.alloc, 'DetachNetwork', { allocId, interfaceName: ifName }),
     );
     if (o.json === true) print(io, response);
     else for (const line of detachLines(allocId, ifName, response)) io.stdout.write(`${line}\n`);
@@ -240,7 +240,7 @@ function readCommands(alloc: Command, io: CliIo): void {
       .option('--json', 'print JSON'),
   ).action(async (allocId: string, o: ConnectOptions & Json) => {
     const response = await withAgent(o, (agent) =>
-      unary(agent.alloc, 'GetAllocNetwork', { allocId }, call(agent)),
+      agent.unary(agent.alloc, 'GetAllocNetwork', { allocId }),
     );
     if (o.json === true) {
       print(io, response.status);
@@ -257,7 +257,7 @@ function readCommands(alloc: Command, io: CliIo): void {
       .option('--json', 'print JSON'),
   ).action(async (o: ConnectOptions & Json) => {
     const response = await withAgent(o, (agent) =>
-      unary(agent.alloc, 'ListAllocNetworks', {}, call(agent)),
+      agent.unary(agent.alloc, 'ListAllocNetworks', {}),
     );
     if (o.json === true) {
       print(io, response.allocations);
@@ -281,7 +281,7 @@ function checkCommand(alloc: Command, io: CliIo): void {
       .option('--json', 'print JSON'),
   ).action(async (allocId: string, o: ConnectOptions & Json) => {
     const response = await withAgent(o, (agent) =>
-      unary(agent.alloc, 'CheckAllocNetwork', { allocId }, call(agent)),
+      agent.unary(agent.alloc, 'CheckAllocNetwork', { allocId }),
     );
     if (o.json === true) print(io, response);
     else if (!response.checkRan)

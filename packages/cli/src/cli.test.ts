@@ -2,7 +2,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { installFakePlugin, tempDir } from '@allocnet/cni/testing';
 import type { FakePlugin } from '@allocnet/cni/testing';
-import { defaultContainerId, runCli } from './index.js';
+import { AGENT_COMMAND_DESCRIPTION, agentCommand } from '@allocnet/agent';
+import { runsAgent } from './cli.js';
+import { createProgram, defaultContainerId, runCli } from './index.js';
 
 let dir: Awaited<ReturnType<typeof tempDir>>;
 let conf: string;
@@ -265,5 +267,43 @@ describe('allocnet cni', () => {
       stdout: '',
       stderr: 'allocnet: plugin "fake" not found in "/from-env"\n',
     });
+  });
+});
+
+describe('allocnet agent, loaded when the command line runs it', () => {
+  const quiet = { stdout: { write: () => true }, stderr: { write: () => true }, env: {} };
+
+  it('lists a stand-in in allocnet --help exactly as the agent’s own command', () => {
+    const standIn = createProgram(quiet).helpInformation();
+    const real = createProgram(quiet, agentCommand(quiet)).helpInformation();
+    expect(standIn).toBe(real);
+    expect(standIn).toContain(
+      `  agent [options]               ${AGENT_COMMAND_DESCRIPTION.slice(0, 40)}`,
+    );
+  });
+
+  it('loads the agent for `agent …` and `help agent` only', () => {
+    expect(
+      [
+        ['agent'],
+        ['agent', '--print-config'],
+        ['--help', 'agent'],
+        ['help', 'agent'],
+        ['help'],
+        ['alloc', 'list'],
+        ['alloc', 'status', 'agent'],
+        ['cni', 'list'],
+        [],
+      ].map(runsAgent),
+    ).toEqual([true, true, true, true, false, false, false, false, false]);
+  });
+
+  it('runs the agent command (--print-config) and reports its errors as the agent’s', async () => {
+    const printed = await cli('agent', '--print-config', '--data-dir', join(dir.path, 'data'));
+    expect(printed.code).toBe(0);
+    expect(JSON.parse(printed.stdout)).toMatchObject({ dataDir: join(dir.path, 'data') });
+    const bad = await cli('agent', '--print-config', '--max-ports', 'many');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^allocnet agent: /);
   });
 });

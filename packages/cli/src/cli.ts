@@ -1,8 +1,13 @@
-import { Command, CommanderError } from 'commander';
+// The `allocnet` command tree and its entry. Every command's flags and help are defined here at
+// once and cost little; what a command runs (grpc-js and the contract, the CNI runtime, the
+// configurator, the agent itself) is imported by its action, so that `allocnet version` does not
+// load the agent nor `allocnet alloc list` the configurator (docs/cli.md). `allocnet agent` is
+// the one command defined by another package: its definition comes with the agent, which is
+// loaded when the command line runs it and stood in for in the list of commands otherwise.
+import { Command, CommanderError, Option } from 'commander';
+import { AGENT_COMMAND_DESCRIPTION, normalizeAgentArgs } from '@allocnet/agent/command-line';
 import { kindOf, messageOf } from '@allocnet/base';
 import type { ErrorKind } from '@allocnet/base';
-import { agentCommand, isAgentError, normalizeAgentArgs } from '@allocnet/agent';
-import { isDevError, runDevAgent } from '@allocnet/dev-sandbox';
 import { cniCommand } from './cni-command.js';
 import { isCliError } from './errors.js';
 import { allocCommand } from './alloc-command.js';
@@ -11,15 +16,29 @@ import { cleanupCommand, leaksCommand } from './operator-command.js';
 import { versionCommand } from './version-command.js';
 import type { CliIo } from './io.js';
 
-/** Builds the `allocnet` command tree. */
-export function createProgram(io: CliIo): Command {
+/**
+ * What `allocnet --help` lists for `agent` when the agent is not loaded: its name, its
+ * description, and an option (hidden) so that the list says `agent [options]` as for the real
+ * command, whose options commander counts (cli.test.ts compares both helps).
+ */
+function agentStandIn(): Command {
+  return new Command('agent')
+    .description(AGENT_COMMAND_DESCRIPTION)
+    .addOption(new Option('--config <file>').hideHelp());
+}
+
+/**
+ * Builds the `allocnet` command tree. `agent` is the agent's own command (@allocnet/agent's
+ * `agentCommand`, see `loadAgentCommand`); without it, a stand-in with its name and description
+ * lists it in `allocnet --help`, and runs nothing.
+ */
+export function createProgram(io: CliIo, agent?: Command): Command {
   const program = new Command('allocnet')
     .description('allocnet: allocation networking on CNI plugins (operators’ tools)')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();
-  // `agent --dev` runs the agent in @allocnet/dev-sandbox's sandbox.
-  program.addCommand(agentCommand(io, { dev: { run: runDevAgent, isFailure: isDevError } }));
+  program.addCommand(agent ?? agentStandIn());
   program.addCommand(cniCommand(io));
   program.addCommand(allocCommand(io));
   program.addCommand(cleanupCommand(io));
@@ -40,6 +59,30 @@ export function createProgram(io: CliIo): Command {
     }
   }
   return program;
+}
+
+/**
+ * True when `argv` runs `allocnet agent` or asks for its help (`allocnet help agent`): its first
+ * word (the program has no options of its own before it but `-h`/`--help`) is `agent`, or `help`
+ * followed by `agent`.
+ */
+export function runsAgent(argv: readonly string[]): boolean {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  return words[0] === 'agent' || (words[0] === 'help' && words[1] === 'agent');
+}
+
+/** The agent's command, with `--dev` run in @allocnet/dev-sandbox's sandbox, and its error test. */
+async function loadAgentCommand(io: CliIo) {
+  const [agent, sandbox] = await Promise.all([
+    import('@allocnet/agent'),
+    import('@allocnet/dev-sandbox'),
+  ]);
+  return {
+    command: agent.agentCommand(io, {
+      dev: { run: sandbox.runDevAgent, isFailure: sandbox.isDevError },
+    }),
+    isAgentError: agent.isAgentError,
+  };
 }
 
 /**
@@ -67,9 +110,11 @@ export const USAGE_EXIT = 2;
  * success, 1 when the operation failed (the message goes to stderr), 2 for a usage error.
  */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  // `allocnet agent -dev` is Nomad's spelling; commander has no single-dash long options.
+  const args = normalizeAgentArgs(argv);
+  const agent = runsAgent(args) ? await loadAgentCommand(io) : undefined;
   try {
-    // `allocnet agent -dev` is Nomad's spelling; commander has no single-dash long options.
-    await createProgram(io).parseAsync(normalizeAgentArgs(argv), { from: 'user' });
+    await createProgram(io, agent?.command).parseAsync(args, { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) {
@@ -77,7 +122,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       if (error.code === 'allocnet.agent.dev') return error.exitCode;
       return error.exitCode === 0 ? 0 : USAGE_EXIT;
     }
-    if (isAgentError(error)) {
+    if (agent?.isAgentError(error) === true) {
       io.stderr.write(`allocnet agent: ${error.message}\n`);
       return KIND_EXIT[error.kind];
     }

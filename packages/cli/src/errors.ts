@@ -55,3 +55,29 @@ export function usageError(message: string, cause?: unknown): CliError {
 export function reportedFailure(kind: ErrorKind, message = ''): CliError {
   return new CliError(message, { code: 'exit', kind });
 }
+
+/**
+ * gRPC's UNAVAILABLE (14, fixed by the protocol; grpc-js's `status.UNAVAILABLE`), written here so
+ * that a call that cannot connect is reported without loading grpc-js (with-agent.ts);
+ * agent-client.test.ts holds it equal to grpc-js's.
+ */
+// A literal is the point here: the enum's value would load grpc-js.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
+export const GRPC_UNAVAILABLE: GrpcStatus.UNAVAILABLE = 14;
+
+/**
+ * A call that cannot reach the agent at `address`: connect(2) failed with `errno` (`ENOENT`,
+ * `ECONNREFUSED`, …). Said the way a call that failed UNAVAILABLE is (`agent <address>:
+ * UNAVAILABLE: …`), with what to do; the kind is `unavailable`, the same call may work later.
+ */
+export function unreachableError(address: string, errno: string, cause?: unknown): CliError {
+  return new CliError(
+    `agent ${address}: UNAVAILABLE: cannot connect (${errno}); is the agent running? start it with \`allocnet agent\`, or pass --address`,
+    {
+      code: 'agent-call',
+      kind: 'unavailable',
+      grpcStatus: GRPC_UNAVAILABLE,
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
+}

@@ -1,11 +1,11 @@
 import { Command, Option } from 'commander';
-import { unary } from '@allocnet/proto';
-import type { ConnectOptions } from './agent-client.js';
-import { call, securityOptions, withAgent } from './agent-client.js';
+import type { ConnectOptions } from './connect-options.js';
+import { securityOptions } from './connect-options.js';
 import { reportedFailure, usageError } from './errors.js';
 import type { CliIo } from './io.js';
 import { reapThroughAgent } from './operator-command.js';
 import { formatTable } from './table.js';
+import { withAgent } from './with-agent.js';
 
 /** One node's answer, or why it gave none. */
 export interface NodeLeaks {
@@ -49,7 +49,7 @@ async function sweepNode(node: string, options: FleetOptions, reap: boolean): Pr
           error: undefined,
         };
       }
-      const r = await unary(agent.operator, 'ListLeaks', {}, call(agent));
+      const r = await agent.unary(agent.operator, 'ListLeaks', {});
       const sum = (
         pick: (state: { rules: unknown[]; chains: unknown[]; reservations: unknown[] }) => number,
       ) => r.leaks.reduce((n, l) => n + (l.state === null ? 0 : pick(l.state)), 0);

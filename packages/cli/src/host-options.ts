@@ -1,7 +1,7 @@
 // The flags of the commands that act on this host without an agent (`cni`, `cleanup --local`,
 // `leaks --local`), read once for all of them: where the plugins are and which namespace stands
 // for the node.
-import { DEFAULT_PLUGIN_DIRS } from '@allocnet/cni';
+import { DEFAULT_PLUGIN_DIRS } from '@allocnet/cni/defaults';
 import { NETNS_RUN_DIR, resolveNetns } from '@allocnet/netns';
 import { usageError } from './errors.js';
 import type { CliIo } from './io.js';

@@ -1,40 +1,18 @@
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+// `allocnet cleanup` and `allocnet leaks`: through the agent, or `--local` on this host. What
+// `--local` runs (the configurator, iptables, the CNI cache) is loaded by its action only
+// (local-host.ts), and the progress bar only on a terminal.
 import { Command, Option } from 'commander';
-import { messageOf } from '@allocnet/base';
-import {
-  DEFAULT_CACHE_DIR,
-  DEFAULT_CONF_DIR,
-  createCniCache,
-  createCniRuntime,
-} from '@allocnet/cni';
-import {
-  DEFAULT_IPAM_DATA_DIR,
-  checkAllocId,
-  createCniConfigurator,
-} from '@allocnet/cni-configurator';
-import type { CniConfigurator } from '@allocnet/cni-configurator';
-import { unary } from '@allocnet/proto';
+import { DEFAULT_CACHE_DIR, DEFAULT_CONF_DIR } from '@allocnet/cni/defaults';
+import { DEFAULT_IPAM_DATA_DIR } from '@allocnet/cni-configurator/defaults';
 import type { ReapLeaksProgress__Output, ReapSummary__Output } from '@allocnet/proto';
-import { Presets, SingleBar } from 'cli-progress';
-import { createIptables } from '@allocnet/iptables-node';
-import { call, connectOptions, withAgent } from './agent-client.js';
-import type { AgentConnection, ConnectOptions } from './agent-client.js';
+import type { AgentConnection } from './agent-client.js';
+import type { LocalOptions } from './local-host.js';
+import { connectOptions } from './connect-options.js';
+import type { ConnectOptions } from './connect-options.js';
 import { reportedFailure, usageError } from './errors.js';
-import { hostNetnsOf, pluginDirsOf } from './host-options.js';
 import type { CliIo } from './io.js';
 import { formatTable } from './table.js';
-
-/** Flags of the commands that act on this host directly, without an agent. */
-export interface LocalOptions {
-  readonly local?: boolean;
-  readonly confDir: string;
-  readonly pluginDir?: string[];
-  readonly cacheDir: string;
-  readonly ipamDir: string;
-  readonly hostNetns?: string;
-  readonly json?: boolean;
-}
+import { withAgent } from './with-agent.js';
 
 export function localOptions(command: Command): Command {
   return command
@@ -58,60 +36,6 @@ export function localOptions(command: Command): Command {
       new Option('--host-netns <name>', 'act inside this named network namespace (a test node)'),
     )
     .option('--json', 'print JSON');
-}
-
-/** A configurator over this host (or `--host-netns`), for commands that run without an agent. */
-export async function localConfigurator(
-  options: LocalOptions,
-  io: CliIo,
-): Promise<CniConfigurator> {
-  const netns = hostNetnsOf(options.hostNetns)?.path;
-  const pluginDirs = pluginDirsOf(options.pluginDir, io);
-  return createCniConfigurator({
-    runtime: createCniRuntime({ pluginDirs, cacheDir: options.cacheDir }),
-    iptables: {
-      ipv4: createIptables(netns === undefined ? {} : { netns }),
-      ipv6: createIptables({ family: 'ipv6', ...(netns === undefined ? {} : { netns }) }),
-    },
-    defaultNetwork: { ipamDataDir: options.ipamDir },
-    confDir: options.confDir,
-    watchConfDir: false,
-  });
-}
-
-/** The allocation ids of a `--known-file`: one per line; blank lines and `#` comments skipped. */
-export async function readKnownFile(file: string): Promise<string[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw usageError(
-      `--known-file ${JSON.stringify(file)} cannot be read: ${messageOf(error)}`,
-      error,
-    );
-  }
-  const ids: string[] = [];
-  text.split('\n').forEach((raw, i) => {
-    const line = raw.replace(/#.*/, '').trim();
-    if (line === '') return;
-    try {
-      ids.push(checkAllocId(line, `--known-file line ${i + 1}`));
-    } catch (error) {
-      throw usageError(messageOf(error), error);
-    }
-  });
-  return ids;
-}
-
-/**
- * Without `--known-file`, the allocations alive on this host are those with a cached ADD result
- * whose network namespace still exists.
- */
-async function knownFromCache(cacheDir: string): Promise<string[]> {
-  const entries = await createCniCache(cacheDir).listResults();
-  return entries
-    .filter((e) => e.netns !== undefined && existsSync(e.netns))
-    .map((e) => e.containerId);
 }
 
 /** A host state as the configurator and the agent both report it. */
@@ -191,11 +115,18 @@ function print(io: CliIo, value: unknown): void {
   io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
+/** How far a reap is: `update` as it goes, `stop` once it ended (either way). */
+interface ProgressReporter {
+  update(done: number, total: number): void;
+  stop(): void;
+}
+
 /** Reaping progress: a bar on a terminal, plain lines otherwise (and nothing with --json). */
-function progressReporter(io: CliIo, quiet: boolean) {
+async function progressReporter(io: CliIo, quiet: boolean): Promise<ProgressReporter> {
   if (quiet) return { update: () => undefined, stop: () => undefined };
   const stream = io.stderr as { isTTY?: boolean };
   if (stream.isTTY === true) {
+    const { Presets, SingleBar } = await import('cli-progress');
     const bar = new SingleBar(
       {
         format: 'reaping [{bar}] {value}/{total} allocations',
@@ -312,12 +243,11 @@ export function cleanupCommand(io: CliIo): Command {
       const dryRun = options.dryRun === true;
       if (options.local !== true) {
         const response = await withAgent(options, (agent) =>
-          unary(
-            agent.operator,
-            'ForceCleanup',
-            { allocId, network: options.network ?? '', dryRun },
-            call(agent),
-          ),
+          agent.unary(agent.operator, 'ForceCleanup', {
+            allocId,
+            network: options.network ?? '',
+            dryRun,
+          }),
         );
         if (options.json === true) {
           print(io, response);
@@ -326,6 +256,7 @@ export function cleanupCommand(io: CliIo): Command {
         printCleanup(io, allocId, response.dryRun, response.removed ?? EMPTY);
         return;
       }
+      const { localConfigurator } = await import('./local-host.js');
       const configurator = await localConfigurator(options, io);
       try {
         const report = await configurator.forceCleanup(allocId, {
@@ -360,7 +291,7 @@ export function leaksCommand(io: CliIo): Command {
     ),
   ).action(
     async (options: LocalOptions & ConnectOptions & { reap?: boolean; knownFile?: string }) => {
-      const progress = progressReporter(io, options.json === true);
+      const progress = await progressReporter(io, options.json === true);
       if (options.local !== true) {
         if (options.knownFile !== undefined)
           throw usageError('--known-file goes with --local; the agent knows its own allocations');
@@ -386,7 +317,7 @@ export function leaksCommand(io: CliIo): Command {
           return;
         }
         const response = await withAgent(options, (agent) =>
-          unary(agent.operator, 'ListLeaks', {}, call(agent)),
+          agent.unary(agent.operator, 'ListLeaks', {}),
         );
         if (options.json === true) {
           print(io, response);
@@ -400,6 +331,7 @@ export function leaksCommand(io: CliIo): Command {
         );
         return;
       }
+      const { knownFromCache, localConfigurator, readKnownFile } = await import('./local-host.js');
       const configurator = await localConfigurator(options, io);
       try {
         const known =

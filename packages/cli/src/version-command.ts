@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { unary } from '@allocnet/proto';
-import { call, connectOptions, withAgent } from './agent-client.js';
-import type { ConnectOptions } from './agent-client.js';
+import { connectOptions } from './connect-options.js';
+import type { ConnectOptions } from './connect-options.js';
 import type { CliIo } from './io.js';
+import { withAgent } from './with-agent.js';
 
 /** This package's version, from its package.json. */
 export function cliVersion(): string {
@@ -26,7 +26,7 @@ export function versionCommand(io: CliIo): Command {
     let problem: string | undefined;
     try {
       const info = await withAgent({ ...options, timeout: '3000' }, (a) =>
-        unary(a.operator, 'GetAgentInfo', {}, call(a)),
+        a.unary(a.operator, 'GetAgentInfo', {}),
       );
       agent = info.version;
       // An agent whose data dir is full answers reads and refuses writes: say so here too.

@@ -17,13 +17,13 @@ export type { ValidAllocSpec } from './spec.js';
 export {
   DEFAULT_ADMIN_CHAIN,
   DEFAULT_BRIDGE,
-  DEFAULT_IPAM_DATA_DIR,
   DEFAULT_NETWORK_NAME,
   DEFAULT_SUBNET,
   defaultNetworkConfig,
   defaultNetworkSettings,
 } from './networks.js';
 export type { DefaultNetworkSettings } from './networks.js';
+export { DEFAULT_IPAM_DATA_DIR } from './defaults.js';
 export { allocChains } from './marks.js';
 export type {
   AllocAttachment,

@@ -6,13 +6,13 @@ import type { FieldPath } from '@allocnet/base';
 import { checkIfName, listNetworks, parseNetworkConfig } from '@allocnet/cni';
 import type { Logger, NetworkConfig } from '@allocnet/cni';
 import { absolutePathProblem } from '@allocnet/netns';
+import { DEFAULT_IPAM_DATA_DIR } from './defaults.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
 import type { DefaultNetworkOptions, NetworkCatalog } from './types.js';
 
 export const DEFAULT_NETWORK_NAME = 'nomad';
 export const DEFAULT_BRIDGE = 'nomad';
 export const DEFAULT_SUBNET = '172.26.64.0/20';
-export const DEFAULT_IPAM_DATA_DIR = '/var/run/cni';
 export const DEFAULT_ADMIN_CHAIN = 'NOMAD-ADMIN';
 /** host-local's own default, for networks that do not set `dataDir`. */
 export const HOST_LOCAL_DATA_DIR = '/var/lib/cni/networks';

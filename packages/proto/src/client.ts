@@ -1,8 +1,21 @@
 import * as grpc from '@grpc/grpc-js';
+import { clientServiceDefinition } from './client-definition.js';
+import { ALLOC_NETWORK_SERVICE, OPERATOR_SERVICE } from './contract.mjs';
 import { ProtoError } from './errors.js';
-import { loadAllocnetProto } from './load.js';
 import type { AllocNetworkServiceClient } from './gen/allocnet/v1/AllocNetworkService.js';
 import type { OperatorServiceClient } from './gen/allocnet/v1/OperatorService.js';
+
+/**
+ * A client class of the service `fullName`, as grpc-js's `loadPackageDefinition` makes it (named
+ * by the service's last name), from the definitions of client-definition.ts: a client never loads
+ * proto-loader. The generated client types describe these classes (client-definition.test.ts).
+ */
+function clientConstructor(fullName: string): grpc.ServiceClientConstructor {
+  return grpc.makeClientConstructor(
+    clientServiceDefinition(fullName),
+    fullName.slice(fullName.lastIndexOf('.') + 1),
+  );
+}
 
 /**
  * A client of the scheduler's service. `target` is a grpc target (`unix:///run/allocnet/agent.sock`,
@@ -13,8 +26,11 @@ export function createAllocNetworkClient(
   credentials: grpc.ChannelCredentials,
   options?: grpc.ClientOptions,
 ): AllocNetworkServiceClient {
-  const { AllocNetworkService } = loadAllocnetProto().allocnet.v1;
-  return new AllocNetworkService(target, credentials, options);
+  return new (clientConstructor(ALLOC_NETWORK_SERVICE))(
+    target,
+    credentials,
+    options,
+  ) as unknown as AllocNetworkServiceClient;
 }
 
 /** A client of the operators' service; `target` as for `createAllocNetworkClient`. */
@@ -23,44 +39,11 @@ export function createOperatorClient(
   credentials: grpc.ChannelCredentials,
   options?: grpc.ClientOptions,
 ): OperatorServiceClient {
-  const { OperatorService } = loadAllocnetProto().allocnet.v1;
-  return new OperatorService(target, credentials, options);
-}
-
-const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5})$/;
-
-/**
- * The grpc target for an agent address as users write it:
- * - a socket path: `/run/allocnet/agent.sock` → `unix:///run/allocnet/agent.sock`,
- *   `./agent.sock` → `unix:./agent.sock` (relative to the working directory);
- * - a unix target, kept: `unix:///abs`, `unix:/abs`, `unix:relative`;
- * - `host:port` or `[v6]:port`, kept (grpc resolves the name).
- * Anything else throws a `ProtoError` (`invalid-target`).
- */
-export function agentTarget(address: string): string {
-  const refuse = (why: string): never => {
-    throw new ProtoError(
-      'invalid-target',
-      `agent address ${JSON.stringify(address)} ${why}; use a socket path (/… or ./…), unix:<path> or host:port`,
-    );
-  };
-  if (address === '') return refuse('is empty');
-  if (/\s/.test(address)) return refuse('contains whitespace');
-  if (address.startsWith('/')) return `unix://${address}`;
-  if (address.startsWith('./') || address.startsWith('../')) return `unix:${address}`;
-  if (address.startsWith('unix:')) {
-    const rest = address.slice('unix:'.length);
-    // after `unix://` comes an absolute path: in `unix://x`, `x` would be an authority
-    const slashes = rest.startsWith('//');
-    const socketPath = slashes ? rest.slice(2) : rest;
-    if (socketPath === '' || socketPath === '/' || (slashes && !socketPath.startsWith('/')))
-      return refuse('has no socket path after "unix:"');
-    return address;
-  }
-  const port = HOST_PORT.exec(address)?.[1];
-  if (port === undefined) return refuse('is not a socket path or host:port');
-  if (Number(port) < 1 || Number(port) > 65535) return refuse(`has port ${port}, not 1-65535`);
-  return address;
+  return new (clientConstructor(OPERATOR_SERVICE))(
+    target,
+    credentials,
+    options,
+  ) as unknown as OperatorServiceClient;
 }
 
 /** The request and response of a generated unary method, read from its callback-only overload. */

@@ -43,3 +43,8 @@ export const LOADER_OPTIONS = Object.freeze({
   defaults: true,
   oneofs: true,
 });
+
+/** The full name of the scheduler's service, as on the wire and in server reflection. */
+export const ALLOC_NETWORK_SERVICE = 'allocnet.v1.AllocNetworkService';
+/** The full name of the operators' service. */
+export const OPERATOR_SERVICE = 'allocnet.v1.OperatorService';

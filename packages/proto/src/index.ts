@@ -1,19 +1,10 @@
 export { LOADER_OPTIONS, PROTO_DIR, PROTO_FILES } from './contract.mjs';
-export {
-  ALLOC_NETWORK_SERVICE,
-  OPERATOR_SERVICE,
-  loadAllocnetPackageDefinition,
-  loadAllocnetProto,
-} from './load.js';
+export { ALLOC_NETWORK_SERVICE, OPERATOR_SERVICE } from './contract.mjs';
+export { loadAllocnetPackageDefinition, loadAllocnetProto } from './load.js';
 export type { ProtoGrpcType } from './load.js';
 export type { PackageDefinition } from '@grpc/proto-loader';
-export {
-  agentTarget,
-  createAllocNetworkClient,
-  createOperatorClient,
-  isServiceError,
-  unary,
-} from './client.js';
+export { agentTarget } from './target.js';
+export { createAllocNetworkClient, createOperatorClient, isServiceError, unary } from './client.js';
 export type { UnaryMethod, UnaryOptions, UnaryRequest, UnaryResponse } from './client.js';
 export { ProtoError, isProtoError } from './errors.js';
 export { ABORT_STATUS, KIND_STATUS, kindOfStatus, statusOfKind } from './status.js';

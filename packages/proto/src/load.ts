@@ -5,10 +5,7 @@ import { LOADER_OPTIONS, PROTO_DIR, PROTO_FILES } from './contract.mjs';
 import type { ProtoGrpcType as AllocNetworkServiceGrpcType } from './gen/alloc_network_service.js';
 import type { ProtoGrpcType as OperatorServiceGrpcType } from './gen/operator_service.js';
 
-/** The full name of the scheduler's service, as on the wire and in server reflection. */
-export const ALLOC_NETWORK_SERVICE = 'allocnet.v1.AllocNetworkService';
-/** The full name of the operators' service. */
-export const OPERATOR_SERVICE = 'allocnet.v1.OperatorService';
+export { ALLOC_NETWORK_SERVICE, OPERATOR_SERVICE } from './contract.mjs';
 
 /**
  * The loaded contract: `allocnet.v1` with both services' client constructors (each with its

@@ -1,0 +1,166 @@
+// The CLI loads what its command uses (docs/cli.md): the built `allocnet` run in a child with a
+// loader hook that records every module, and the packages a command must not load looked for by
+// name. Needs the CLI built (turbo's `test` builds it first).
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import { tempDir } from '@allocnet/cni/testing';
+import { loadAllocnetProto } from '@allocnet/proto';
+import type { AllocNetworkServiceHandlers, OperatorServiceHandlers } from '@allocnet/proto';
+
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const RECORDER = fileURLToPath(new URL('./fixtures/record-modules.mjs', import.meta.url));
+
+/** What a short command must not load: the agent and what only it and `--local` use. */
+const HEAVY = [
+  '@allocnet/agent',
+  '@allocnet/dev-sandbox',
+  '@allocnet/alloc-runner',
+  '@allocnet/cni-configurator',
+  '@allocnet/cni',
+  '@allocnet/iptables-node',
+  '@allocnet/libc',
+  '@allocnet/proto',
+  'lmdb',
+  'koffi',
+  'winston',
+  'prom-client',
+  '@grpc/proto-loader',
+  'io-ts',
+  'yaml',
+];
+/** And a command that makes no call loads no gRPC at all. */
+const GRPC = ['@grpc/grpc-js', 'protobufjs'];
+
+/**
+ * The package a recorded module belongs to: an npm package by its name, a workspace package's
+ * index by its name (`@allocnet/agent`) and any other of its modules by name and file
+ * (`@allocnet/agent/defaults.js`, which a subpath export loads on its own).
+ */
+function packageOf(line: string): string | undefined {
+  const path = line.startsWith('file://') ? fileURLToPath(line) : line;
+  const npm = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path);
+  if (npm !== null) return npm[1];
+  const workspace = /\/packages\/([^/]+)\/dist\/(.+)$/.exec(path);
+  if (workspace === null) return undefined;
+  const [, name = '', file = ''] = workspace;
+  return file === 'index.js' ? `@allocnet/${name}` : `@allocnet/${name}/${file}`;
+}
+
+let dir: Awaited<ReturnType<typeof tempDir>>;
+beforeEach(async () => {
+  dir = await tempDir();
+});
+afterEach(async () => {
+  await dir.remove();
+});
+
+/** Runs the built CLI with `args`; resolves its exit status, stdout and the packages it loaded. */
+async function run(...args: string[]) {
+  const file = join(dir.path, `modules-${Math.random().toString(36).slice(2)}.txt`);
+  const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', RECORDER, MAIN, ...args],
+      { env: { ...process.env, ALLOCNET_RECORD_MODULES: file } },
+      (error, out) => {
+        resolve({ code: error === null ? 0 : Number(error.code), stdout: out });
+      },
+    );
+  });
+  const lines = (await readFile(file, 'utf8')).split('\n');
+  const packages = new Set(lines.map(packageOf).filter((p) => p !== undefined));
+  return { code, stdout, packages };
+}
+
+/** Each test starts a few Node processes, on a machine that may be busy. */
+const TIMEOUT_MS = 60_000;
+
+const among = (packages: Set<string>, names: readonly string[]) =>
+  names.filter((name) => packages.has(name));
+
+describe('what a command loads', () => {
+  it(
+    '--help, alloc list --help and version without an agent: no agent, no gRPC',
+    async () => {
+      const socket = join(dir.path, 'none.sock');
+      for (const args of [
+        ['--help'],
+        ['alloc', 'list', '--help'],
+        ['version', '--address', socket],
+      ]) {
+        const { code, stdout, packages } = await run(...args);
+        expect({ args, code }).toEqual({ args, code: 0 });
+        expect(stdout).not.toBe('');
+        // the recorder saw the CLI itself and its parser
+        expect(among(packages, ['@allocnet/cli/main.js', 'commander'])).toEqual([
+          '@allocnet/cli/main.js',
+          'commander',
+        ]);
+        expect({ args, loaded: among(packages, [...HEAVY, ...GRPC]) }).toEqual({
+          args,
+          loaded: [],
+        });
+      }
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    "alloc list and version through an agent: grpc-js, but not proto-loader nor the agent's packages",
+    async () => {
+      const server = new grpc.Server();
+      const { AllocNetworkService, OperatorService } = loadAllocnetProto().allocnet.v1;
+      const alloc: Partial<AllocNetworkServiceHandlers> = {
+        ListAllocNetworks(_call, callback) {
+          callback(null, { allocations: [] });
+        },
+      };
+      const operator: Partial<OperatorServiceHandlers> = {
+        GetAgentInfo(_call, callback) {
+          callback(null, { version: '9.9.9' });
+        },
+      };
+      server.addService(AllocNetworkService.service, alloc as grpc.UntypedServiceImplementation);
+      server.addService(OperatorService.service, operator as grpc.UntypedServiceImplementation);
+      const socket = join(dir.path, 'agent.sock');
+      await new Promise<void>((resolve, reject) => {
+        server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (error) => {
+          if (error) reject(error);
+          else resolve();
+        });
+      });
+      try {
+        const list = await run('alloc', 'list', '--address', socket);
+        expect({ code: list.code, stdout: list.stdout }).toEqual({
+          code: 0,
+          stdout: 'no allocations\n',
+        });
+        expect(among(list.packages, GRPC)).toEqual(GRPC);
+        expect(among(list.packages, HEAVY)).toEqual([]);
+        const version = await run('version', '--address', socket);
+        expect(version.stdout).toBe(`allocnet 0.1.0\nagent 9.9.9 at ${socket}\n`);
+        expect(among(version.packages, HEAVY)).toEqual([]);
+      } finally {
+        server.forceShutdown();
+      }
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'agent --help loads the agent, whose command it is',
+    async () => {
+      const { code, stdout, packages } = await run('agent', '--help');
+      expect(code).toBe(0);
+      expect(stdout).toContain('Usage: allocnet agent [options]');
+      expect(among(packages, ['@allocnet/agent', '@allocnet/dev-sandbox'])).toEqual([
+        '@allocnet/agent',
+        '@allocnet/dev-sandbox',
+      ]);
+    },
+    TIMEOUT_MS,
+  );
+});
