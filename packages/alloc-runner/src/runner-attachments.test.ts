@@ -564,6 +564,50 @@ describe('host ports over every attachment', () => {
     await h.runner.detach(A, 'net1');
     await h.runner.attach(B, { network: 'storage', ports: [{ label: 'n', value: 22049 }] });
   });
+
+  it('refuses an attach of a host port another attachment of the allocation maps', async () => {
+    const h = await make();
+    await h.runner.setup(
+      three(A, { attachments: [{}, { network: 'storage', ports: [{ label: 'nfs', value: 22049 }] }] }),
+    );
+    h.configurator.clearCalls();
+    const primary = await rejection(
+      h.runner.attach(A, { network: 'vlan', ports: [{ label: 'web', value: 28080 }] }),
+    );
+    expect([primary.code, primary.field, primary.message]).toEqual([
+      'invalid-argument',
+      'attachment.ports[0].value',
+      'invalid attachment: attachment.ports[0].value maps host port 28080/tcp, as attachment 0 (eth0, network "nomad") does (a host port goes to one attachment)',
+    ]);
+    const secondary = await rejection(
+      h.runner.attach(A, {
+        network: 'vlan',
+        ports: [
+          { label: 'ok', value: 23000 },
+          { label: 'nfs', value: 22049, hostIp: '10.0.0.1' },
+        ],
+      }),
+    );
+    expect([secondary.code, secondary.field, secondary.message]).toEqual([
+      'invalid-argument',
+      'attachment.ports[1].value',
+      'invalid attachment: attachment.ports[1].value maps host port 22049/tcp, as attachment 1 (net1, network "storage") does (a host port goes to one attachment)',
+    ]);
+    expect(h.configurator.callsOf('setup')).toEqual([]);
+    expect(h.runner.get(A)?.extra).toHaveLength(1);
+    // The claims are as before: 23000 was not taken, 28080 and 22049 are still A's.
+    await h.runner.setup({
+      allocId: B,
+      namespace: 'default',
+      jobId: 'x',
+      groupName: 'y',
+      ports: [{ label: 'free', value: 23000 }],
+    });
+    const held = await rejection(
+      h.runner.attach(B, { network: 'vlan', ports: [{ label: 'web', value: 28080 }] }),
+    );
+    expect(held.code).toBe('host-port-taken');
+  });
 });
 
 describe('a crash at each new crash point', () => {
