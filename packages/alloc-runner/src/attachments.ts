@@ -5,9 +5,11 @@
 // reverse order, and the CHECK of each. lifecycle.ts, teardown.ts, restore.ts and attach.ts call
 // these; like them, everything here runs in the allocation's turn of the queue.
 import type { FieldPath } from '@allocnet/base';
+import { portMappingsOverlap } from '@allocnet/cni-configurator';
 import type {
   AllocAttachment,
   AllocNetworkSpec,
+  PortMapping,
   RequestedPortMapping,
   TeardownReport,
 } from '@allocnet/cni-configurator';
@@ -73,7 +75,18 @@ export function networkOf(ctx: RunnerContext, spec: AllocNetworkSpec): string {
 
 /** `attachment 1 (net1, network "storage")`: how messages name attachment `k`. */
 export function describeAttachment(ctx: RunnerContext, k: number, spec: AllocNetworkSpec): string {
-  return `attachment ${k} (${spec.ifName ?? 'eth0'}, network ${JSON.stringify(networkOf(ctx, spec))})`;
+  return attachmentName(k, spec.ifName ?? 'eth0', networkOf(ctx, spec));
+}
+
+/** `attachment 1 (net1, network "storage")`, from its parts. */
+export function attachmentName(k: number, ifName: string, network: string): string {
+  return `attachment ${k} (${ifName}, network ${JSON.stringify(network)})`;
+}
+
+/** The host ports an attachment the allocation has maps, and how messages name it. */
+export interface MappedPorts {
+  readonly which: string;
+  readonly ports: readonly PortMapping[];
 }
 
 /**
@@ -91,8 +104,9 @@ export function fieldOfPlan(
 }
 
 /**
- * The admission of attachments: each spec checked against the catalog (`checkSpec`), no network
- * twice (the default network named or not), and the host ports of them all, claimed in one
+ * The admission of attachments: each spec checked against the catalog (`checkSpec`), no host port
+ * that an attachment the allocation has maps (`mapped`: an attach's), no network twice (the
+ * default network named or not), and the host ports of them all, claimed in one
  * synchronous step (port-claims.ts) before any intent record. `first` is the index of `plans[0]`
  * among the allocation's attachments (an attach: their count); `taken`, the networks the
  * allocation has (by name, to their index); `root`, where the plans' fields are for an attach.
@@ -107,6 +121,8 @@ export function admit(
     readonly fail: (error: unknown, at: (path: FieldPath) => FieldPath) => RunnerError;
     readonly root?: FieldPath;
     readonly taken?: ReadonlyMap<string, number>;
+    /** The host ports of the attachments the allocation has (an attach's). */
+    readonly mapped?: readonly MappedPorts[];
   },
 ): void {
   const networks = new Map(options.taken);
@@ -115,12 +131,27 @@ export function admit(
   for (const [i, plan] of plans.entries()) {
     const k = options.first + i;
     const at = (path: FieldPath) => fieldOfPlan(spec, k, path, options.root);
+    let mappings: readonly RequestedPortMapping[];
     try {
       ctx.networking.checkSpec(plan.spec);
-      for (const m of ctx.networking.portMappingsOf(plan.spec))
-        wanted.push({ ...m, field: at(m.field).slice(1) });
+      mappings = ctx.networking.portMappingsOf(plan.spec);
     } catch (error) {
       throw options.fail(error, at);
+    }
+    for (const m of mappings) {
+      // The claims never refuse the allocation its own port: a second attachment mapping it
+      // would get a second DNAT behind the first, and its detach would free the claim of both.
+      const other = options.mapped?.find((o) => o.ports.some((p) => portMappingsOverlap(p, m)));
+      if (other !== undefined)
+        throw invalidInput(
+          what,
+          at(m.field),
+          [
+            `maps host port ${m.hostPort}/${m.protocol}, as ${other.which} does (a host port goes to one attachment)`,
+          ],
+          { allocId: spec.allocId },
+        );
+      wanted.push({ ...m, field: at(m.field).slice(1) });
     }
     const network = networkOf(ctx, plan.spec);
     const other = networks.get(network);

@@ -568,7 +568,9 @@ describe('host ports over every attachment', () => {
   it('refuses an attach of a host port another attachment of the allocation maps', async () => {
     const h = await make();
     await h.runner.setup(
-      three(A, { attachments: [{}, { network: 'storage', ports: [{ label: 'nfs', value: 22049 }] }] }),
+      three(A, {
+        attachments: [{}, { network: 'storage', ports: [{ label: 'nfs', value: 22049 }] }],
+      }),
     );
     h.configurator.clearCalls();
     const primary = await rejection(
