@@ -612,6 +612,34 @@ describe('host ports over every attachment', () => {
   });
 });
 
+describe('an attach after a detach of a secondary the spec named', () => {
+  it('names the attachment’s own fields, not the spec’s attachment at that index', async () => {
+    const h = await make();
+    await h.runner.setup(three(A));
+    await h.runner.detach(A, 'net1');
+    await h.runner.setup({
+      allocId: B,
+      namespace: 'default',
+      jobId: 'x',
+      groupName: 'y',
+      ports: [{ label: 'b', value: 23000 }],
+    });
+    // The allocation has 2 attachments, its spec names 3: the attach is attachment 2.
+    const mac = await rejection(
+      h.runner.attach(A, { network: 'storage', mac: '02:00:00:00:00:01' }),
+    );
+    expect([mac.code, mac.field]).toEqual(['invalid-argument', 'attachment.mac']);
+    const taken = await rejection(
+      h.runner.attach(A, { network: 'backup', ports: [{ label: 'x', value: 23000 }] }),
+    );
+    expect([taken.code, taken.field]).toEqual(['host-port-taken', 'attachment.ports[0].value']);
+    const own = await rejection(
+      h.runner.attach(A, { network: 'backup', ports: [{ label: 'web', value: 28080 }] }),
+    );
+    expect([own.code, own.field]).toEqual(['invalid-argument', 'attachment.ports[0].value']);
+  });
+});
+
 describe('a crash at each new crash point', () => {
   for (const at of ['setup:after-attachment-intent', 'setup:after-attachment-add'] as const) {
     it(`leaves nothing after ${at} once restore ran`, async () => {
