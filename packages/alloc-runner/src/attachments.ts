@@ -90,17 +90,24 @@ export interface MappedPorts {
 }
 
 /**
- * Where field `path` of plan `k`'s spec is in what the caller gave: under `spec` for the
- * attachments a setup's spec names, under `root` for the others (an attach's).
+ * Where field `path` of plan `k` is in what the caller gave: under `root` for an attach's; under
+ * `spec` for an attachment the spec names, found by its interface (a detach of one the spec
+ * named leaves the record's attachments fewer than the spec's); under `spec.extra[k]` for one an
+ * attach added, which a recreate sets up again.
  */
 export function fieldOfPlan(
   spec: RunnerSpec,
+  plan: AttachmentPlan,
   k: number,
   path: FieldPath,
-  root: FieldPath = ['spec', 'extra', k],
+  root?: FieldPath,
 ): FieldPath {
-  const named = (spec.attachments ?? []).length;
-  return k === 0 || k < named ? fieldOf(spec, k, path) : [...root, ...path];
+  if (root !== undefined) return [...root, ...path];
+  if (k === 0) return fieldOf(spec, 0, path);
+  const named = plan.attached
+    ? -1
+    : configuratorSpecsOf(spec).findIndex((s) => s.ifName === plan.spec.ifName);
+  return named > 0 ? fieldOf(spec, named, path) : ['spec', 'extra', k, ...path];
 }
 
 /**
@@ -130,7 +137,7 @@ export function admit(
   const what = options.root === undefined ? 'invalid allocation spec' : 'invalid attachment';
   for (const [i, plan] of plans.entries()) {
     const k = options.first + i;
-    const at = (path: FieldPath) => fieldOfPlan(spec, k, path, options.root);
+    const at = (path: FieldPath) => fieldOfPlan(spec, plan, k, path, options.root);
     let mappings: readonly RequestedPortMapping[];
     try {
       ctx.networking.checkSpec(plan.spec);
