@@ -295,6 +295,24 @@ describe("the CNI handler's GC with delegates", () => {
     ]);
   });
 
+  it('tears down a failed record of the conflist, and one a secondary was detached from', async () => {
+    madeOn('failed', ['nomad', 'storage']);
+    const failed = runner.get('failed') as AllocRecord;
+    // What restore leaves when it could not keep the allocation: no attachment, no extra.
+    runner.put({ ...readyRecordOf(failed.spec), phase: 'failed', error: 'CHECK failed' });
+    madeOn('detached', ['nomad', 'storage']);
+    // An operator's DetachNetwork of net1: the record keeps the primary only.
+    runner.put({ ...(runner.get('detached') as AllocRecord), extra: [] });
+    expect(await answer(gc([], { delegates: ['nomad', 'storage'] }))).toEqual({
+      status: 200,
+      body: undefined,
+    });
+    expect(runner.calls.filter((c) => c.method === 'teardown').map((c) => c.arg)).toEqual([
+      'failed',
+      'detached',
+    ]);
+  });
+
   it('leaves a record of several networks alone in a GC of one of them', async () => {
     madeOn('both', ['nomad', 'storage']);
     expect(await answer(gc([], { delegate: 'nomad' }))).toEqual({ status: 200, body: undefined });
