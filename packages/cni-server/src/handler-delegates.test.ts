@@ -243,7 +243,9 @@ describe("the CNI handler's GC with delegates", () => {
         ifName: k === 0 ? 'eth0' : `net${k}`,
       })),
     };
-    runner.put(recordOf(spec, attached));
+    // An AttachNetwork adds to the record's attachments, never to its spec (its ADD's).
+    const asked = (spec.attachments ?? []).filter((_, k) => k === 0 || attached[k - 1] !== true);
+    runner.put({ ...recordOf(spec, attached), spec: { ...spec, attachments: asked } });
   }
 
   function gc(valid: readonly string[], config: Record<string, unknown>) {
