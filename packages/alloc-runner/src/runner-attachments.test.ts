@@ -8,8 +8,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AllocNetworkSpec } from '@allocnet/cni-configurator';
 import type { CrashPoint } from './crash.js';
-import { isRunnerError } from './errors.js';
-import type { RunnerError } from './errors.js';
 import { attachmentsOf } from './record.js';
 import type { AllocRecord } from './record.js';
 import { createAllocRunner } from './runner.js';
@@ -21,6 +19,7 @@ import {
   createRecordingConfigurator,
   createRecordingNetns,
   fillable,
+  runnerRejection,
 } from './testing/index.js';
 import type {
   ConfiguratorCall,
@@ -98,15 +97,7 @@ async function make(
   return { runner, ...host, store, points };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RunnerError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isRunnerError(error)) return error;
-    throw error;
-  }
-  throw new Error('it did not fail');
-}
+const rejection = runnerRejection;
 
 /** The configurator's setup and teardown calls, as [method, ifName, only, with an attachment]. */
 function steps(configurator: RecordingConfigurator): unknown[] {
