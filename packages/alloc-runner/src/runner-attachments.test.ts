@@ -45,6 +45,17 @@ function three(allocId: string, extra: Partial<RunnerSpec> = {}): RunnerSpec {
   };
 }
 
+/** Another allocation (B) on the default network, mapping `ports`. */
+function otherWith(...ports: { label: string; value: number }[]): RunnerSpec {
+  return {
+    allocId: B,
+    namespace: 'default',
+    jobId: 'x',
+    groupName: 'y',
+    ...(ports.length === 0 ? {} : { ports }),
+  };
+}
+
 let dir: string;
 let opened: AllocRunner[];
 
@@ -533,17 +544,9 @@ describe('host ports over every attachment', () => {
     await first.runner.close();
     const h = await make({ configurator: first.configurator, netns: first.netns });
     await h.runner.start();
-    const taken = await rejection(
-      h.runner.setup({
-        allocId: B,
-        namespace: 'default',
-        jobId: 'x',
-        groupName: 'y',
-        ports: [{ label: 'n', value: 22049 }],
-      }),
-    );
+    const taken = await rejection(h.runner.setup(otherWith({ label: 'n', value: 22049 })));
     expect([taken.code, taken.field]).toEqual(['host-port-taken', 'spec.ports[0].value']);
-    await h.runner.setup({ allocId: B, namespace: 'default', jobId: 'x', groupName: 'y' });
+    await h.runner.setup(otherWith());
     const viaAttach = await rejection(
       h.runner.attach(B, { network: 'vlan', ports: [{ label: 'web', value: 28080 }] }),
     );
@@ -589,13 +592,7 @@ describe('host ports over every attachment', () => {
     expect(h.configurator.callsOf('setup')).toEqual([]);
     expect(h.runner.get(A)?.extra).toHaveLength(1);
     // The claims are as before: 23000 was not taken, 28080 and 22049 are still A's.
-    await h.runner.setup({
-      allocId: B,
-      namespace: 'default',
-      jobId: 'x',
-      groupName: 'y',
-      ports: [{ label: 'free', value: 23000 }],
-    });
+    await h.runner.setup(otherWith({ label: 'free', value: 23000 }));
     const held = await rejection(
       h.runner.attach(B, { network: 'vlan', ports: [{ label: 'web', value: 28080 }] }),
     );
@@ -608,13 +605,7 @@ describe('an attach after a detach of a secondary the spec named', () => {
     const h = await make();
     await h.runner.setup(three(A));
     await h.runner.detach(A, 'net1');
-    await h.runner.setup({
-      allocId: B,
-      namespace: 'default',
-      jobId: 'x',
-      groupName: 'y',
-      ports: [{ label: 'b', value: 23000 }],
-    });
+    await h.runner.setup(otherWith({ label: 'b', value: 23000 }));
     // The allocation has 2 attachments, its spec names 3: the attach is attachment 2.
     const mac = await rejection(
       h.runner.attach(A, { network: 'storage', mac: '02:00:00:00:00:01' }),
