@@ -177,9 +177,13 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
     }
   });
 
-  it('gives a pod its address and port from the agent, and Stop + Remove take all of it back', async () => {
+  /**
+   * containerd with a conflist of allocnet-cni (on `delegates` when given) and the agent in the
+   * holder's mount namespace (CNI_NETNS is a path only that one has), its CNI server on.
+   */
+  async function startWithContainerd(delegates: readonly string[], args: readonly string[] = []) {
     const cniSocket = join(host.dir, 'cni.sock');
-    containerd = await createContainerdHost({
+    const made = await createContainerdHost({
       node: host.node,
       plugins: {
         // A copy, as an installer puts it (a build replacing the binary cannot touch it).
@@ -192,6 +196,7 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
         plugins: [
           {
             type: 'allocnet-cni',
+            ...(delegates.length === 0 ? {} : { delegates }),
             socket: cniSocket,
             queueDir: join(host.dir, 'q'),
             capabilities: { portMappings: true },
@@ -199,20 +204,18 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
         ],
       },
     });
-    const { cri } = containerd;
-    // The agent in the holder's mount namespace: CNI_NETNS is a path only that one has.
+    containerd = made;
     const agent = await host.start({
-      // debug: the agent logs each CNI call it answered ("CNI call").
-      args: [
-        '--cni-socket',
-        cniSocket,
-        '--cni-queue-dir',
-        join(host.dir, 'q'),
-        '--log-level',
-        'debug',
-      ],
-      enter: containerd.enter,
+      args: ['--cni-socket', cniSocket, '--cni-queue-dir', join(host.dir, 'q'), ...args],
+      enter: made.enter,
     });
+    return { agent, made };
+  }
+
+  it('gives a pod its address and port from the agent, and Stop + Remove take all of it back', async () => {
+    // debug: the agent logs each CNI call it answered ("CNI call").
+    const { agent, made } = await startWithContainerd([], ['--log-level', 'debug']);
+    const { cri } = made;
     /** The CNI calls the agent answered or failed for one sandbox, in order. */
     const cniCalls = (containerId: string) =>
       agent
@@ -259,7 +262,7 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
       }),
     ]);
     expect(await host.reservations()).toEqual({ [ip]: id });
-    await expectPortAnswers(containerd, host.lab, client, id, 8080);
+    await expectPortAnswers(made, host.lab, client, id, 8080);
 
     // StopPodSandbox: a DEL with the netns; RemovePodSandbox: a second DEL without one.
     await cri.stopPodSandbox(id);
@@ -274,32 +277,8 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
   it('gives a pod two networks from delegates (eth0 with its port, net1 on a second bridge), and Stop + Remove take both back', async () => {
     // A second bridge network with its own subnet beside the embedded default ("nomad").
     await writeBridgeNetwork(host, { name: 'storage', bridge: 'alnstor0', subnet: '10.89.0.0/24' });
-    const cniSocket = join(host.dir, 'cni.sock');
-    containerd = await createContainerdHost({
-      node: host.node,
-      plugins: {
-        'allocnet-cni': { copy: CNI_PLUGIN },
-        loopback: { symlink: join(PLUGIN_DIR, 'loopback') },
-      },
-      conflist: {
-        cniVersion: '1.0.0',
-        name: 'allocnet',
-        plugins: [
-          {
-            type: 'allocnet-cni',
-            delegates: ['nomad', 'storage'],
-            socket: cniSocket,
-            queueDir: join(host.dir, 'q'),
-            capabilities: { portMappings: true },
-          },
-        ],
-      },
-    });
-    const { cri } = containerd;
-    await host.start({
-      args: ['--cni-socket', cniSocket, '--cni-queue-dir', join(host.dir, 'q')],
-      enter: containerd.enter,
-    });
+    const { made } = await startWithContainerd(['nomad', 'storage']);
+    const { cri } = made;
     const alloc = host.alloc();
     // A pod through both networks first: the two bridges and the shared chains stay.
     const warm = await cri.runPodSandbox(pod(19999));
@@ -320,7 +299,7 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
     expect(info.cniResult?.Interfaces?.eth0?.IPConfigs?.[0]?.IP).toBe(ip);
     expect(second).toMatch(/^10\.89\.0\.\d{1,3}$/);
     // And the pod's namespace has them, as the result says.
-    const podNetns = await containerd.attachPodNetns(host.lab, id);
+    const podNetns = await made.attachPodNetns(host.lab, id);
     expect(await interfaceAddresses(`/run/netns/${podNetns}`)).toEqual({
       lo: ['127.0.0.1'],
       eth0: [ip],
@@ -341,7 +320,7 @@ describe('containerd CRI through allocnet-cni and the agent', () => {
 
     // Traffic reaches both: the host port from the client (eth0), and each address from the
     // node, which is on both bridges' segments.
-    await expectPortAnswers(containerd, host.lab, client, id, 8080);
+    await expectPortAnswers(made, host.lab, client, id, 8080);
     const server = await startEchoServer(podNetns, 80);
     try {
       expect(await echo(host.node.name, 'tcp', ip, 80, 'primary')).toBe('tcp:primary');

@@ -12,7 +12,7 @@ import { requireNetworkTestHost } from '@allocnet/testns';
 import type { TestNetns } from '@allocnet/testns';
 import { CNI_PLUGIN, PLUGIN_DIR, createAgentHost } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
-import { pluginConfig, runPlugin } from './fixtures/cni-call.js';
+import { cniNodeState, pluginConfig, runPlugin, sandboxId } from './fixtures/cni-call.js';
 import { interfaceAddresses, writeBridgeNetwork, writeFailingPlugin } from './fixtures/networks.js';
 
 let host: AgentHost;
@@ -29,35 +29,16 @@ afterEach(async () => {
   await host.dispose();
 });
 
-let seq = 0;
-/** A containerd-like sandbox id: 64 hex digits, unique to this process and test. */
-function containerId(): string {
-  seq++;
-  return `${process.pid.toString(16).padStart(8, '0')}${seq.toString(16).padStart(56, '0')}`;
-}
-
 const K8S_ARGS = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0';
 
 function config(delegates: readonly string[], extra: Record<string, unknown> = {}) {
   return pluginConfig(host.cniSocket, host.cniQueueDir, { delegates, ...extra });
 }
 
-/** The node's state a CNI call may change: rules, both networks' reservations, the records. */
-async function nodeState(second: string) {
-  const { allocations } = await unary(host.alloc(), 'ListAllocNetworks', {});
-  return {
-    rules: await host.ruleset(),
-    reservations: await host.reservations(),
-    second: await host.reservations(second),
-    allocations,
-    cache: await host.cacheFiles(),
-  };
-}
-
 /** ADD then DEL of a throwaway sandbox on `delegates`: the bridges and shared chains then stay. */
 async function warm(delegates: readonly string[]): Promise<void> {
   const ns = await host.lab.container('warm');
-  const id = containerId();
+  const id = sandboxId();
   const call = { containerId: id, netns: ns.path, config: config(delegates) };
   expect((await runPlugin({ ...call, command: 'ADD' })).code).toBe(0);
   expect((await runPlugin({ ...call, command: 'DEL' })).code).toBe(0);
@@ -97,10 +78,10 @@ describe('allocnet-cni with delegates', () => {
     );
     await host.start({ args: ['--plugin-dir', PLUGIN_DIR, '--plugin-dir', plugins] });
     await warm(['nomad']);
-    const baseline = await nodeState('broken');
+    const baseline = await cniNodeState(host, 'broken');
 
     const pod = await host.lab.container('pod');
-    const id = containerId();
+    const id = sandboxId();
     const added = await runPlugin({
       command: 'ADD',
       containerId: id,
@@ -118,7 +99,7 @@ describe('allocnet-cni with delegates', () => {
     expect(msg).toContain('broken on purpose');
     // Nothing of either network: no interface in the sandbox, no rule, reservation or record.
     expect(await interfacesOf(pod)).toEqual({});
-    expect(await nodeState('broken')).toEqual(baseline);
+    expect(await cniNodeState(host, 'broken')).toEqual(baseline);
     // The runtime's DEL after a failed ADD (containerd sends one) succeeds.
     expect(
       (
@@ -130,17 +111,17 @@ describe('allocnet-cni with delegates', () => {
         })
       ).code,
     ).toBe(0);
-    expect(await nodeState('broken')).toEqual(baseline);
+    expect(await cniNodeState(host, 'broken')).toEqual(baseline);
   });
 
   it('CHECKs the second network too: net1 gone is code 102 naming it; DEL takes both back', async () => {
     await writeBridgeNetwork(host, { name: 'storage', bridge: 'alnstor0', subnet: '10.89.0.0/24' });
     await host.start();
     await warm(['nomad', 'storage']);
-    const baseline = await nodeState('storage');
+    const baseline = await cniNodeState(host, 'storage');
 
     const pod = await host.lab.container('pod');
-    const id = containerId();
+    const id = sandboxId();
     const call = {
       containerId: id,
       netns: pod.path,
@@ -173,18 +154,18 @@ describe('allocnet-cni with delegates', () => {
 
     expect((await runPlugin({ ...call, command: 'DEL' })).code).toBe(0);
     expect(await interfacesOf(pod)).toEqual({});
-    expect(await nodeState('storage')).toEqual(baseline);
+    expect(await cniNodeState(host, 'storage')).toEqual(baseline);
   });
 
   it('GC of the conflist tears down every attachment of the sandboxes the runtime no longer has', async () => {
     await writeBridgeNetwork(host, { name: 'storage', bridge: 'alnstor0', subnet: '10.89.0.0/24' });
     await host.start();
     await warm(['nomad', 'storage']);
-    const baseline = await nodeState('storage');
+    const baseline = await cniNodeState(host, 'storage');
     const kept = await host.lab.container('kept');
     const gone = await host.lab.container('gone');
-    const keptId = containerId();
-    const goneId = containerId();
+    const keptId = sandboxId();
+    const goneId = sandboxId();
     for (const [id, ns] of [
       [keptId, kept],
       [goneId, gone],
@@ -233,6 +214,6 @@ describe('allocnet-cni with delegates', () => {
         })
       ).code,
     ).toBe(0);
-    expect(await nodeState('storage')).toEqual(baseline);
+    expect(await cniNodeState(host, 'storage')).toEqual(baseline);
   });
 });

@@ -13,7 +13,7 @@ import { unary } from '@allocnet/proto';
 import { echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
 import { CNI_PLUGIN, PLUGIN_DIR, REPO, createAgentHost, httpGet } from './fixtures/agent-host.js';
 import type { AgentHost } from './fixtures/agent-host.js';
-import { cniHttp, pluginConfig, runPlugin } from './fixtures/cni-call.js';
+import { cniHttp, cniNodeState, pluginConfig, runPlugin, sandboxId } from './fixtures/cni-call.js';
 
 let host: AgentHost;
 const INSTALL = join(REPO, 'tools', 'install-cni-plugin.sh');
@@ -29,13 +29,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await host.dispose();
 });
-
-let seq = 0;
-/** A containerd-like sandbox id: 64 hex digits, unique to this process and test. */
-function containerId(): string {
-  seq++;
-  return `${process.pid.toString(16).padStart(8, '0')}${seq.toString(16).padStart(56, '0')}`;
-}
 
 const K8S_ARGS = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=u1';
 
@@ -54,22 +47,11 @@ function withPort(hostPort: number, containerPort = 80) {
   });
 }
 
-/** The node's state a CNI call may change: rules, reservations, the agent's records. */
-async function nodeState(h: AgentHost) {
-  const { allocations } = await unary(h.alloc(), 'ListAllocNetworks', {});
-  return {
-    rules: await h.ruleset(),
-    reservations: await h.reservations(),
-    allocations,
-    cache: await h.cacheFiles(),
-  };
-}
-
 describe('allocnet-cni through the agent', () => {
   it('ADD, repeated ADD, CHECK, DEL and a second DEL without netns; the port answers; the runtime netns stays', async () => {
     await host.start();
     const warm = await host.lab.container('warm');
-    const warmId = containerId();
+    const warmId = sandboxId();
     expect(
       (
         await runPlugin({
@@ -84,11 +66,11 @@ describe('allocnet-cni through the agent', () => {
       (await runPlugin({ command: 'DEL', containerId: warmId, netns: warm.path, config: config() }))
         .code,
     ).toBe(0);
-    const baseline = await nodeState(host);
+    const baseline = await cniNodeState(host);
     const { netns: client, nodeAddress } = await host.lab.client(host.node);
 
     const pod = await host.lab.container('pod');
-    const id = containerId();
+    const id = sandboxId();
     const add = {
       command: 'ADD',
       containerId: id,
@@ -139,7 +121,7 @@ describe('allocnet-cni through the agent', () => {
     // StopPodSandbox's DEL, then RemovePodSandbox's: no netns, no prevResult.
     expect((await runPlugin({ ...add, command: 'DEL', config: config() })).code).toBe(0);
     expect((await runPlugin({ ...add, command: 'DEL', netns: '', config: config() })).code).toBe(0);
-    const after = await nodeState(host);
+    const after = await cniNodeState(host);
     expect(after).toEqual({ ...baseline, rules: after.rules });
     expect(after.rules).toBe(baseline.rules);
     // The runtime's namespace is the runtime's: allocnet never removes it.
@@ -150,7 +132,7 @@ describe('allocnet-cni through the agent', () => {
   it('CHECK of an attachment it does not have fails with 101; DEL of one is a success', async () => {
     await host.start();
     const pod = await host.lab.container('pod');
-    const id = containerId();
+    const id = sandboxId();
     const check = await runPlugin({
       command: 'CHECK',
       containerId: id,
@@ -169,10 +151,10 @@ describe('allocnet-cni through the agent', () => {
   it('refuses 18 malformed requests with the CNI error naming the field, and changes nothing', async () => {
     await host.start();
     const pod = await host.lab.container('pod');
-    const before = await nodeState(host);
+    const before = await cniNodeState(host);
     const env = (extra: Record<string, unknown> = {}) => ({
       CNI_COMMAND: 'ADD',
-      CNI_CONTAINERID: containerId(),
+      CNI_CONTAINERID: sandboxId(),
       CNI_NETNS: pod.path,
       CNI_IFNAME: 'eth0',
       CNI_ARGS: K8S_ARGS,
@@ -283,7 +265,7 @@ describe('allocnet-cni through the agent', () => {
         problems.push(`${what}: got ${res.status} ${res.text}`);
     }
     expect(problems).toEqual([]);
-    expect(await nodeState(host)).toEqual(before);
+    expect(await cniNodeState(host)).toEqual(before);
   });
 
   it('answers VERSION without the agent, STATUS 50 while it is down and 0 when it serves', async () => {
@@ -302,7 +284,7 @@ describe('allocnet-cni through the agent', () => {
     const agent = await host.start();
     const pod = await host.lab.container('pod');
     const warm = await host.lab.container('warm');
-    const warmId = containerId();
+    const warmId = sandboxId();
     await runPlugin({
       command: 'ADD',
       containerId: warmId,
@@ -310,8 +292,8 @@ describe('allocnet-cni through the agent', () => {
       config: withPort(19998),
     });
     await runPlugin({ command: 'DEL', containerId: warmId, netns: warm.path, config: config() });
-    const baseline = await nodeState(host);
-    const id = containerId();
+    const baseline = await cniNodeState(host);
+    const id = sandboxId();
     expect(
       (
         await runPlugin({
@@ -339,7 +321,7 @@ describe('allocnet-cni through the agent', () => {
       (l) => l.message === 'replayed a DEL queued while the agent was down',
     );
     expect((await readdir(host.cniQueueDir)).filter((n) => n.endsWith('.del'))).toEqual([]);
-    expect(await nodeState(host)).toEqual(baseline);
+    expect(await cniNodeState(host)).toEqual(baseline);
     const { body } = await httpGet(host.node, restarted.ready.metrics ?? '', '/metrics');
     expect(body).toContain('allocnet_cni_queue_replayed_total{outcome="replayed"} 1');
   });
@@ -348,7 +330,7 @@ describe('allocnet-cni through the agent', () => {
     const pod = await host.lab.container('pod');
     const late = runPlugin({
       command: 'ADD',
-      containerId: containerId(),
+      containerId: sandboxId(),
       netns: pod.path,
       config: config({ readyTimeoutMs: 30_000 }),
     });
@@ -364,7 +346,7 @@ describe('allocnet-cni through the agent', () => {
     });
     const failed = await runPlugin({
       command: 'ADD',
-      containerId: containerId(),
+      containerId: sandboxId(),
       netns: other.path,
       config: unreachable,
     });
@@ -378,8 +360,8 @@ describe('allocnet-cni through the agent', () => {
     await host.start();
     const a = await host.lab.container('a');
     const b = await host.lab.container('b');
-    const ida = containerId();
-    const idb = containerId();
+    const ida = sandboxId();
+    const idb = sandboxId();
     for (const [id, ns] of [
       [ida, a],
       [idb, b],
@@ -390,7 +372,7 @@ describe('allocnet-cni through the agent', () => {
       ).toBe(0);
     const settled = await host.ruleset();
     // What a DEL that ran without its cached result leaves, tagged with the network: a leak.
-    const leaked = containerId();
+    const leaked = sandboxId();
     const batch = createBatch();
     addPluginShapes(batch, {
       network: 'nomad',
@@ -426,7 +408,7 @@ describe('allocnet-cni through the agent', () => {
     expect((await install()).exitCode).toBe(0);
     const busy = runPlugin({
       command: 'ADD',
-      containerId: containerId(),
+      containerId: sandboxId(),
       netns: '/run/netns/none',
       config: pluginConfig(join(host.dir, 'nobody.sock'), host.cniQueueDir, {
         readyTimeoutMs: 1500,

@@ -3,12 +3,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { RunnerError } from '@allocnet/alloc-runner';
 import type { AllocRecord, AttachOptions, AttachmentSpec } from '@allocnet/alloc-runner';
-import type { AllocAttachment, NetworkCatalog, TeardownReport } from '@allocnet/cni-configurator';
+import type { AllocAttachment, TeardownReport } from '@allocnet/cni-configurator';
 import type { NetworkAttachment__Output } from '@allocnet/proto';
 import { createAllocHandlers } from './alloc-handlers.js';
 import type { AllocHandlersDeps } from './alloc-handlers.js';
 import { createCallHandler } from './call.js';
 import type { AgentLogger } from './logging.js';
+import { STORAGE_CATALOG, networkAttachmentOf, setupRequestOf } from './testing/requests.js';
 
 interface Line {
   readonly level: string;
@@ -19,13 +20,7 @@ interface Line {
 const NETNS = '/run/netns/alloc-a1';
 const SPEC = { allocId: 'a1', namespace: 'default', jobId: 'web', groupName: 'api' };
 
-const catalog: NetworkCatalog = {
-  networks: [
-    { name: 'nomad', source: 'default', plugins: ['bridge'] },
-    { name: 'storage', source: '/etc/cni/net.d/30-storage.conflist', plugins: ['macvlan'] },
-  ],
-  invalid: [],
-};
+const catalog = STORAGE_CATALOG;
 
 function attachmentOf(network: string, ifName: string): AllocAttachment {
   return {
@@ -126,16 +121,7 @@ function setUp(options: { record?: AllocRecord; fail?: Error; maxAttachments?: n
         resolve(error === null ? { value } : { error });
       });
     });
-  const attachment = (extra: Partial<NetworkAttachment__Output>): NetworkAttachment__Output => ({
-    network: '',
-    interfaceName: '',
-    ports: [],
-    cniArgs: {},
-    ips: [],
-    mac: '',
-    defaultRoute: false,
-    ...extra,
-  });
+  const attachment = networkAttachmentOf;
   return {
     lines,
     attaches,
@@ -145,19 +131,10 @@ function setUp(options: { record?: AllocRecord; fail?: Error; maxAttachments?: n
     detach: (allocId: string, interfaceName: string) =>
       call(handlers.DetachNetwork, { allocId, interfaceName }),
     setup: (attachments: Partial<NetworkAttachment__Output>[]) =>
-      call(handlers.SetupAllocNetwork, {
-        allocId: 'a1',
-        region: '',
-        namespace: 'default',
-        jobId: 'web',
-        groupName: 'api',
-        network: '',
-        ports: [],
-        networks: [],
-        cniArgs: {},
-        netnsPath: '',
-        attachments: attachments.map(attachment),
-      }),
+      call(
+        handlers.SetupAllocNetwork,
+        setupRequestOf({ attachments: attachments.map(attachment) }),
+      ),
   };
 }
 

@@ -4,11 +4,7 @@
 // are the runner's decoder's; here, what the agent decides before it.
 import * as grpc from '@grpc/grpc-js';
 import type { NetworkCatalog } from '@allocnet/cni-configurator';
-import type {
-  AttachNetworkRequest__Output,
-  NetworkAttachment__Output,
-  SetupAllocNetworkRequest__Output,
-} from '@allocnet/proto';
+import type { AttachNetworkRequest__Output, NetworkAttachment__Output } from '@allocnet/proto';
 import {
   attachmentSpecOf,
   decodeAttachRequest,
@@ -17,14 +13,9 @@ import {
 } from './requests.js';
 import type { SetupContext } from './requests.js';
 import { grpcFailure } from './status.js';
+import { STORAGE_CATALOG, networkAttachmentOf, setupRequestOf } from './testing/requests.js';
 
-const catalog: NetworkCatalog = {
-  networks: [
-    { name: 'nomad', source: 'default', plugins: ['bridge'] },
-    { name: 'storage', source: '/etc/cni/net.d/30-storage.conflist', plugins: ['macvlan'] },
-  ],
-  invalid: [],
-};
+const catalog = STORAGE_CATALOG;
 
 function contextWith(after: NetworkCatalog = catalog) {
   let reloads = 0;
@@ -41,18 +32,7 @@ function contextWith(after: NetworkCatalog = catalog) {
 }
 
 /** A NetworkAttachment as grpc-js gives it: every field there, with the proto defaults. */
-function attachment(extra: Partial<NetworkAttachment__Output> = {}): NetworkAttachment__Output {
-  return {
-    network: '',
-    interfaceName: '',
-    ports: [],
-    cniArgs: {},
-    ips: [],
-    mac: '',
-    defaultRoute: false,
-    ...extra,
-  };
-}
+const attachment = networkAttachmentOf;
 
 function attach(extra: Partial<NetworkAttachment__Output> = {}): AttachNetworkRequest__Output {
   return { allocId: 'a1', attachment: attachment(extra) };
@@ -154,21 +134,8 @@ describe("SetupAllocNetwork's attachments", () => {
     expect(reloads()).toBe(1);
   });
 
-  function setup(attachments: unknown[]): SetupAllocNetworkRequest__Output {
-    return {
-      allocId: 'a1',
-      region: '',
-      namespace: 'default',
-      jobId: 'web',
-      groupName: 'api',
-      network: '',
-      ports: [],
-      networks: [],
-      cniArgs: {},
-      netnsPath: '',
-      attachments: attachments as NetworkAttachment__Output[],
-    };
-  }
+  const setup = (attachments: unknown[]) =>
+    setupRequestOf({ attachments: attachments as NetworkAttachment__Output[] });
 
   it('refuses an attachment of the wrong shape, naming it as the .proto does', async () => {
     const { context } = contextWith();

@@ -10,6 +10,7 @@ import {
 } from './requests.js';
 import type { SetupContext } from './requests.js';
 import { grpcFailure } from './status.js';
+import { setupRequestOf } from './testing/requests.js';
 
 const catalog: NetworkCatalog = {
   networks: [
@@ -25,24 +26,7 @@ const context = {
 };
 
 /** A request as grpc-js gives it: every field there, with the proto defaults. */
-function request(
-  extra: Partial<SetupAllocNetworkRequest__Output> = {},
-): SetupAllocNetworkRequest__Output {
-  return {
-    allocId: 'a1',
-    region: '',
-    namespace: 'default',
-    jobId: 'web',
-    groupName: 'api',
-    network: '',
-    ports: [],
-    networks: [],
-    cniArgs: {},
-    netnsPath: '',
-    attachments: [],
-    ...extra,
-  };
-}
+const request = setupRequestOf;
 
 describe('decodeSetupRequest', () => {
   it('reads the proto defaults as "not set"', async () => {

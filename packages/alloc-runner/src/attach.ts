@@ -6,7 +6,13 @@
 // and restore (or the next operation) undoes the attach or finishes the detach.
 import type { PortMapping, TeardownReport } from '@allocnet/cni-configurator';
 import { decodeAttachment } from './attachment-spec.js';
-import { admit, attachFailure, networkOf, tearDownSecondary } from './attachments.js';
+import {
+  admit,
+  attachFailure,
+  attachmentName,
+  networkOf,
+  tearDownSecondary,
+} from './attachments.js';
 import { callOf, logInfo, makeRecord } from './context.js';
 import type { RunnerContext } from './context.js';
 import { RunnerError, invalidInput, invalidInputOf, messageOf } from './errors.js';
@@ -144,6 +150,10 @@ export async function attach(
     first: k,
     root: ['attachment'],
     taken: new Map(views.map((v) => [v.network, v.index])),
+    mapped: views.map((v) => ({
+      which: attachmentName(v.index, v.ifName, v.network),
+      ports: v.attachment?.portMappings ?? [],
+    })),
     fail: (error, at) => {
       const bad = invalidInputOf(error);
       return bad === undefined

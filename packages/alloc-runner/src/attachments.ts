@@ -5,9 +5,11 @@
 // reverse order, and the CHECK of each. lifecycle.ts, teardown.ts, restore.ts and attach.ts call
 // these; like them, everything here runs in the allocation's turn of the queue.
 import type { FieldPath } from '@allocnet/base';
+import { portMappingsOverlap } from '@allocnet/cni-configurator';
 import type {
   AllocAttachment,
   AllocNetworkSpec,
+  PortMapping,
   RequestedPortMapping,
   TeardownReport,
 } from '@allocnet/cni-configurator';
@@ -73,26 +75,45 @@ export function networkOf(ctx: RunnerContext, spec: AllocNetworkSpec): string {
 
 /** `attachment 1 (net1, network "storage")`: how messages name attachment `k`. */
 export function describeAttachment(ctx: RunnerContext, k: number, spec: AllocNetworkSpec): string {
-  return `attachment ${k} (${spec.ifName ?? 'eth0'}, network ${JSON.stringify(networkOf(ctx, spec))})`;
+  return attachmentName(k, spec.ifName ?? 'eth0', networkOf(ctx, spec));
+}
+
+/** `attachment 1 (net1, network "storage")`, from its parts. */
+export function attachmentName(k: number, ifName: string, network: string): string {
+  return `attachment ${k} (${ifName}, network ${JSON.stringify(network)})`;
+}
+
+/** The host ports an attachment the allocation has maps, and how messages name it. */
+export interface MappedPorts {
+  readonly which: string;
+  readonly ports: readonly PortMapping[];
 }
 
 /**
- * Where field `path` of plan `k`'s spec is in what the caller gave: under `spec` for the
- * attachments a setup's spec names, under `root` for the others (an attach's).
+ * Where field `path` of plan `k` is in what the caller gave: under `root` for an attach's; under
+ * `spec` for an attachment the spec names, found by its interface (a detach of one the spec
+ * named leaves the record's attachments fewer than the spec's); under `spec.extra[k]` for one an
+ * attach added, which a recreate sets up again.
  */
 export function fieldOfPlan(
   spec: RunnerSpec,
+  plan: AttachmentPlan,
   k: number,
   path: FieldPath,
-  root: FieldPath = ['spec', 'extra', k],
+  root?: FieldPath,
 ): FieldPath {
-  const named = (spec.attachments ?? []).length;
-  return k === 0 || k < named ? fieldOf(spec, k, path) : [...root, ...path];
+  if (root !== undefined) return [...root, ...path];
+  if (k === 0) return fieldOf(spec, 0, path);
+  const named = plan.attached
+    ? -1
+    : configuratorSpecsOf(spec).findIndex((s) => s.ifName === plan.spec.ifName);
+  return named > 0 ? fieldOf(spec, named, path) : ['spec', 'extra', k, ...path];
 }
 
 /**
- * The admission of attachments: each spec checked against the catalog (`checkSpec`), no network
- * twice (the default network named or not), and the host ports of them all, claimed in one
+ * The admission of attachments: each spec checked against the catalog (`checkSpec`), no host port
+ * that an attachment the allocation has maps (`mapped`: an attach's), no network twice (the
+ * default network named or not), and the host ports of them all, claimed in one
  * synchronous step (port-claims.ts) before any intent record. `first` is the index of `plans[0]`
  * among the allocation's attachments (an attach: their count); `taken`, the networks the
  * allocation has (by name, to their index); `root`, where the plans' fields are for an attach.
@@ -107,6 +128,8 @@ export function admit(
     readonly fail: (error: unknown, at: (path: FieldPath) => FieldPath) => RunnerError;
     readonly root?: FieldPath;
     readonly taken?: ReadonlyMap<string, number>;
+    /** The host ports of the attachments the allocation has (an attach's). */
+    readonly mapped?: readonly MappedPorts[];
   },
 ): void {
   const networks = new Map(options.taken);
@@ -114,13 +137,28 @@ export function admit(
   const what = options.root === undefined ? 'invalid allocation spec' : 'invalid attachment';
   for (const [i, plan] of plans.entries()) {
     const k = options.first + i;
-    const at = (path: FieldPath) => fieldOfPlan(spec, k, path, options.root);
+    const at = (path: FieldPath) => fieldOfPlan(spec, plan, k, path, options.root);
+    let mappings: readonly RequestedPortMapping[];
     try {
       ctx.networking.checkSpec(plan.spec);
-      for (const m of ctx.networking.portMappingsOf(plan.spec))
-        wanted.push({ ...m, field: at(m.field).slice(1) });
+      mappings = ctx.networking.portMappingsOf(plan.spec);
     } catch (error) {
       throw options.fail(error, at);
+    }
+    for (const m of mappings) {
+      // The claims never refuse the allocation its own port: a second attachment mapping it
+      // would get a second DNAT behind the first, and its detach would free the claim of both.
+      const other = options.mapped?.find((o) => o.ports.some((p) => portMappingsOverlap(p, m)));
+      if (other !== undefined)
+        throw invalidInput(
+          what,
+          at(m.field),
+          [
+            `maps host port ${m.hostPort}/${m.protocol}, as ${other.which} does (a host port goes to one attachment)`,
+          ],
+          { allocId: spec.allocId },
+        );
+      wanted.push({ ...m, field: at(m.field).slice(1) });
     }
     const network = networkOf(ctx, plan.spec);
     const other = networks.get(network);

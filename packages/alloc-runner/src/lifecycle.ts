@@ -217,7 +217,7 @@ export async function freshSetup(
         ? {}
         : {
             which: describeAttachment(ctx, k, failing.spec),
-            path: (p: FieldPath) => fieldOfPlan(spec, k, p),
+            path: (p: FieldPath) => fieldOfPlan(spec, failing, k, p),
           }),
     });
   }

@@ -18,7 +18,8 @@
 //   so the claims hold across a restart.
 // Claims are kept by allocation: `claim` adds to what the allocation holds (an attach later adds
 // its ports to its allocation's), and an allocation never conflicts with itself (a restore's
-// recreate claims again what its record holds).
+// recreate claims again what its record holds); so two attachments of one allocation on one host
+// port are refused before a claim: by the spec's decode, or for an attach by `admit`.
 import { renderProblem } from '@allocnet/base';
 import type { FieldPath, Logger } from '@allocnet/base';
 import { portMappingsOverlap } from '@allocnet/cni-configurator';

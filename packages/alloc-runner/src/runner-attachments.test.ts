@@ -8,8 +8,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AllocNetworkSpec } from '@allocnet/cni-configurator';
 import type { CrashPoint } from './crash.js';
-import { isRunnerError } from './errors.js';
-import type { RunnerError } from './errors.js';
 import { attachmentsOf } from './record.js';
 import type { AllocRecord } from './record.js';
 import { createAllocRunner } from './runner.js';
@@ -21,6 +19,7 @@ import {
   createRecordingConfigurator,
   createRecordingNetns,
   fillable,
+  runnerRejection,
 } from './testing/index.js';
 import type {
   ConfiguratorCall,
@@ -43,6 +42,17 @@ function three(allocId: string, extra: Partial<RunnerSpec> = {}): RunnerSpec {
     cniArgs: { team: 'a' },
     attachments: [{}, { network: 'storage' }, { network: 'vlan', cniArgs: { team: 'b' } }],
     ...extra,
+  };
+}
+
+/** Another allocation (B) on the default network, mapping `ports`. */
+function otherWith(...ports: { label: string; value: number }[]): RunnerSpec {
+  return {
+    allocId: B,
+    namespace: 'default',
+    jobId: 'x',
+    groupName: 'y',
+    ...(ports.length === 0 ? {} : { ports }),
   };
 }
 
@@ -98,15 +108,7 @@ async function make(
   return { runner, ...host, store, points };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RunnerError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isRunnerError(error)) return error;
-    throw error;
-  }
-  throw new Error('it did not fail');
-}
+const rejection = runnerRejection;
 
 /** The configurator's setup and teardown calls, as [method, ifName, only, with an attachment]. */
 function steps(configurator: RecordingConfigurator): unknown[] {
@@ -542,17 +544,9 @@ describe('host ports over every attachment', () => {
     await first.runner.close();
     const h = await make({ configurator: first.configurator, netns: first.netns });
     await h.runner.start();
-    const taken = await rejection(
-      h.runner.setup({
-        allocId: B,
-        namespace: 'default',
-        jobId: 'x',
-        groupName: 'y',
-        ports: [{ label: 'n', value: 22049 }],
-      }),
-    );
+    const taken = await rejection(h.runner.setup(otherWith({ label: 'n', value: 22049 })));
     expect([taken.code, taken.field]).toEqual(['host-port-taken', 'spec.ports[0].value']);
-    await h.runner.setup({ allocId: B, namespace: 'default', jobId: 'x', groupName: 'y' });
+    await h.runner.setup(otherWith());
     const viaAttach = await rejection(
       h.runner.attach(B, { network: 'vlan', ports: [{ label: 'web', value: 28080 }] }),
     );
@@ -563,6 +557,68 @@ describe('host ports over every attachment', () => {
     ]);
     await h.runner.detach(A, 'net1');
     await h.runner.attach(B, { network: 'storage', ports: [{ label: 'n', value: 22049 }] });
+  });
+
+  it('refuses an attach of a host port another attachment of the allocation maps', async () => {
+    const h = await make();
+    await h.runner.setup(
+      three(A, {
+        attachments: [{}, { network: 'storage', ports: [{ label: 'nfs', value: 22049 }] }],
+      }),
+    );
+    h.configurator.clearCalls();
+    const primary = await rejection(
+      h.runner.attach(A, { network: 'vlan', ports: [{ label: 'web', value: 28080 }] }),
+    );
+    expect([primary.code, primary.field, primary.message]).toEqual([
+      'invalid-argument',
+      'attachment.ports[0].value',
+      'invalid attachment: attachment.ports[0].value maps host port 28080/tcp, as attachment 0 (eth0, network "nomad") does (a host port goes to one attachment)',
+    ]);
+    const secondary = await rejection(
+      h.runner.attach(A, {
+        network: 'vlan',
+        ports: [
+          { label: 'ok', value: 23000 },
+          { label: 'nfs', value: 22049, hostIp: '10.0.0.1' },
+        ],
+      }),
+    );
+    expect([secondary.code, secondary.field, secondary.message]).toEqual([
+      'invalid-argument',
+      'attachment.ports[1].value',
+      'invalid attachment: attachment.ports[1].value maps host port 22049/tcp, as attachment 1 (net1, network "storage") does (a host port goes to one attachment)',
+    ]);
+    expect(h.configurator.callsOf('setup')).toEqual([]);
+    expect(h.runner.get(A)?.extra).toHaveLength(1);
+    // The claims are as before: 23000 was not taken, 28080 and 22049 are still A's.
+    await h.runner.setup(otherWith({ label: 'free', value: 23000 }));
+    const held = await rejection(
+      h.runner.attach(B, { network: 'vlan', ports: [{ label: 'web', value: 28080 }] }),
+    );
+    expect(held.code).toBe('host-port-taken');
+  });
+});
+
+describe('an attach after a detach of a secondary the spec named', () => {
+  it('names the attachment’s own fields, not the spec’s attachment at that index', async () => {
+    const h = await make();
+    await h.runner.setup(three(A));
+    await h.runner.detach(A, 'net1');
+    await h.runner.setup(otherWith({ label: 'b', value: 23000 }));
+    // The allocation has 2 attachments, its spec names 3: the attach is attachment 2.
+    const mac = await rejection(
+      h.runner.attach(A, { network: 'storage', mac: '02:00:00:00:00:01' }),
+    );
+    expect([mac.code, mac.field]).toEqual(['invalid-argument', 'attachment.mac']);
+    const taken = await rejection(
+      h.runner.attach(A, { network: 'backup', ports: [{ label: 'x', value: 23000 }] }),
+    );
+    expect([taken.code, taken.field]).toEqual(['host-port-taken', 'attachment.ports[0].value']);
+    const own = await rejection(
+      h.runner.attach(A, { network: 'backup', ports: [{ label: 'web', value: 28080 }] }),
+    );
+    expect([own.code, own.field]).toEqual(['invalid-argument', 'attachment.ports[0].value']);
   });
 });
 

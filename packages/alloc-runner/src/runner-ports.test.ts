@@ -5,8 +5,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isRunnerError } from './errors.js';
-import type { RunnerError } from './errors.js';
 import type { AllocRecord } from './record.js';
 import { createAllocRunner } from './runner.js';
 import type { AllocRunner } from './runner.js';
@@ -19,6 +17,7 @@ import {
   createRecordingConfigurator,
   createRecordingNetns,
   fillable,
+  runnerRejection,
 } from './testing/index.js';
 import type { RecordingConfigurator, RecordingNetns } from './testing/index.js';
 
@@ -69,15 +68,7 @@ async function make(
   return { runner, configurator, netns };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RunnerError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isRunnerError(error)) return error;
-    throw error;
-  }
-  throw new Error('it did not fail');
-}
+const rejection = runnerRejection;
 
 /** What a refusal must leave: no record, no namespace, no configurator call for `allocId`. */
 function untouched(

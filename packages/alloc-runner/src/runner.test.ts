@@ -8,8 +8,6 @@ import { setImmediate } from 'node:timers/promises';
 import { CniError } from '@allocnet/cni';
 import { ConfiguratorError } from '@allocnet/cni-configurator';
 import type { CrashPoint } from './crash.js';
-import { isRunnerError } from './errors.js';
-import type { RunnerError } from './errors.js';
 import type { AllocRecord } from './record.js';
 import { createAllocRunner } from './runner.js';
 import type { AllocRunner, AllocRunnerOptions } from './runner.js';
@@ -22,6 +20,7 @@ import {
   createRecordingConfigurator,
   createRecordingNetns,
   fillable,
+  runnerRejection,
 } from './testing/index.js';
 import type {
   ConfiguratorCall,
@@ -104,15 +103,7 @@ function record(allocId: string, over: Partial<AllocRecord> = {}): AllocRecord {
   };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RunnerError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isRunnerError(error)) return error;
-    throw error;
-  }
-  throw new Error('it did not fail');
-}
+const rejection = runnerRejection;
 
 /** What the configurator throws when CHECK finds the network broken. */
 function checkFailed(msg: string): ConfiguratorError {

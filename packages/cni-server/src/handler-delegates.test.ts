@@ -243,7 +243,9 @@ describe("the CNI handler's GC with delegates", () => {
         ifName: k === 0 ? 'eth0' : `net${k}`,
       })),
     };
-    runner.put(recordOf(spec, attached));
+    // An AttachNetwork adds to the record's attachments, never to its spec (its ADD's).
+    const asked = (spec.attachments ?? []).filter((_, k) => k === 0 || attached[k - 1] !== true);
+    runner.put({ ...recordOf(spec, attached), spec: { ...spec, attachments: asked } });
   }
 
   function gc(valid: readonly string[], config: Record<string, unknown>) {
@@ -292,6 +294,24 @@ describe("the CNI handler's GC with delegates", () => {
         message: 'CNI GC',
         meta: { network: 'nomad,storage', kept: 1, removed: 2, leaksReaped: 1, failed: 0 },
       },
+    ]);
+  });
+
+  it('tears down a failed record of the conflist, and one a secondary was detached from', async () => {
+    madeOn('failed', ['nomad', 'storage']);
+    const failed = runner.get('failed') as AllocRecord;
+    // What restore leaves when it could not keep the allocation: no attachment, no extra.
+    runner.put({ ...readyRecordOf(failed.spec), phase: 'failed', error: 'CHECK failed' });
+    madeOn('detached', ['nomad', 'storage']);
+    // An operator's DetachNetwork of net1: the record keeps the primary only.
+    runner.put({ ...(runner.get('detached') as AllocRecord), extra: [] });
+    expect(await answer(gc([], { delegates: ['nomad', 'storage'] }))).toEqual({
+      status: 200,
+      body: undefined,
+    });
+    expect(runner.calls.filter((c) => c.method === 'teardown').map((c) => c.arg)).toEqual([
+      'failed',
+      'detached',
     ]);
   });
 

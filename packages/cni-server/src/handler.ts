@@ -7,7 +7,7 @@
 // attachment); CHECK the runner's CHECK (of every attachment); STATUS and GC as in spec 1.1.
 // Failures are thrown as they come; the server answers them (answer.ts).
 import { messageOf } from '@allocnet/base';
-import { attachmentsOf, decodeSpec } from '@allocnet/alloc-runner';
+import { decodeSpec } from '@allocnet/alloc-runner';
 import type { AllocRecord, AllocRunner } from '@allocnet/alloc-runner';
 import { RESULT_VERSIONS, encodeResult } from '@allocnet/cni';
 import { DEFAULT_NETWORK_NAME, portMappings } from '@allocnet/cni-configurator';
@@ -52,13 +52,15 @@ function defaultNetworkOf(catalog: NetworkCatalog): string {
 }
 
 /**
- * The networks of a record's attachments that its ADD made (not those an AttachNetwork added),
- * in order, resolved (the default network by its name): what a conflist's delegates make.
+ * The networks a record's ADD asked for, in order, resolved (the default network by its name):
+ * what a conflist's delegates make. Read off its spec, not its attachments now: a failed record
+ * has none left, a detached secondary is gone from `extra`, an AttachNetwork added one; none of
+ * these makes the allocation another conflist's.
  */
 function networksOf(rec: AllocRecord, defaultName: string): string[] {
-  return attachmentsOf(rec)
-    .filter((a) => !a.attached)
-    .map((a) => (a.network === '' ? defaultName : a.network));
+  const named = rec.spec.attachments ?? [];
+  const asked = named.length > 0 ? named.map((a) => a.network) : [rec.spec.network];
+  return asked.map((n) => (n === undefined || n === '' ? defaultName : n));
 }
 
 /** The conflist's networks: `delegates`, or the one `delegate` (the default when absent). */

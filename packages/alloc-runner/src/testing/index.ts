@@ -10,3 +10,4 @@ export { createDeferred, createManualClock } from './clock.js';
 export type { Deferred, ManualClock } from './clock.js';
 export { fillable } from './store.js';
 export type { FillableStore } from './store.js';
+export { runnerRejection } from './errors.js';
