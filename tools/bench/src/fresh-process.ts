@@ -5,7 +5,12 @@
 import { inheritedEnv, runProcess } from '@allocnet/spawn';
 import { BenchError } from './errors.js';
 import { roundOrder } from './interleave.js';
-import type { ProcessSamples } from './summary.js';
+
+/**
+ * Fresh processes timed from their spawn to their end, interleaved round by round (a Williams
+ * square over the contenders): sample k of each was taken in round k, beside the others'.
+ */
+export type ProcessSamples<K extends string> = Readonly<Record<K, readonly number[]>>;
 
 /** A command run once: its wall time and what it printed. */
 export interface TimedRun {

@@ -1,9 +1,12 @@
 // The suite's results as it records them (every raw sample, in the order taken) and the figures
 // the report reads from them. Pure: the tests give results directly.
 import type { BenchEnvironment } from './env.js';
+import type { ProcessSamples } from './fresh-process.js';
 import type { LeakShape, ReapMethod } from './reap.js';
 import { bootstrapMedian, bootstrapRatio, median, percentile } from './stats.js';
 import type { RatioInterval } from './stats.js';
+
+export type { ProcessSamples };
 
 export type Contender = 'floor' | 'peer' | 'allocnet-lib' | 'allocnet-agent';
 
@@ -67,12 +70,6 @@ export interface LiveWindow {
   readonly from: number;
   readonly to: number;
 }
-
-/**
- * Fresh processes timed from their spawn to their end, interleaved round by round (a Williams
- * square over the contenders): sample k of each was taken in round k, beside the others'.
- */
-export type ProcessSamples<K extends string> = Readonly<Record<K, readonly number[]>>;
 
 export interface ScaleRun {
   readonly live: number;
