@@ -8,6 +8,7 @@ import type { FieldPath } from '@allocnet/base';
 import type {
   AllocAttachment,
   AllocNetworkSpec,
+  CheckBatch,
   RequestedPortMapping,
   TeardownReport,
 } from '@allocnet/cni-configurator';
@@ -198,6 +199,7 @@ export async function checkEach(
   ctx: RunnerContext,
   rec: AllocRecord,
   signal: AbortSignal | undefined,
+  batch?: CheckBatch,
 ): Promise<CheckOutcome> {
   const extras = (rec.extra ?? []).filter((e) => e.phase === 'ready');
   const several = extras.length > 0;
@@ -214,7 +216,8 @@ export async function checkEach(
   let ran = false;
   for (const entry of entries) {
     try {
-      ran = (await ctx.networking.check(entry.attachment, callOf(signal))).ran || ran;
+      const options = batch === undefined ? callOf(signal) : { ...callOf(signal), batch };
+      ran = (await ctx.networking.check(entry.attachment, options)).ran || ran;
     } catch (error) {
       return { ok: false, error, which: several ? entry.which() : undefined };
     }
