@@ -66,5 +66,5 @@ export type {
   TeardownReport,
 } from './types.js';
 export { createRouteReader } from './route-reader.js';
-export type { NamespaceState, RouteReader } from './route-reader.js';
+export type { NamespaceState, RouteReader, RouteReaderOptions } from './route-reader.js';
 export type { NetAddress, NetLink, NetRoute } from './rtnetlink.js';

@@ -43,8 +43,17 @@ export interface NamespaceState {
 export interface RouteReader {
   /** The state of the namespace at `netns` (a path). */
   namespace(netns: string): Promise<NamespaceState>;
-  /** Links of this process's namespace by name; a name with no link is absent from the map. */
+  /** Links of the node by name; a name with no link is absent from the map. */
   hostLinks(names: readonly string[]): Promise<ReadonlyMap<string, NetLink>>;
+}
+
+export interface RouteReaderOptions {
+  /**
+   * The node's namespace (a path): where the plugins run, and so where the bridge and the host
+   * veths are. Default this process's (the agent runs in the node's); tests give their node
+   * namespace, as they give it to iptables and the plugins' exec.
+   */
+  readonly netns?: string;
 }
 
 function refusal(what: string, errno: number): Error {
@@ -81,7 +90,7 @@ async function dump<T>(
 }
 
 /** Reads through real netlink sockets. */
-export function createRouteReader(): RouteReader {
+export function createRouteReader(options: RouteReaderOptions = {}): RouteReader {
   return {
     async namespace(netns) {
       const socket = openNetlinkSocket(netns, ROUTE);
@@ -98,7 +107,7 @@ export function createRouteReader(): RouteReader {
     async hostLinks(names) {
       const found = new Map<string, NetLink>();
       if (names.length === 0) return found;
-      const socket = openNetlinkSocket(undefined, ROUTE);
+      const socket = openNetlinkSocket(options.netns, ROUTE);
       try {
         let seq = 0;
         for (const name of names) {
