@@ -60,7 +60,9 @@ async function directoryTexts(dir: string): Promise<ReadonlySet<string>> {
   return new Set(texts.filter((t): t is string => t !== undefined));
 }
 
-function reservations(scan: (dir: string) => Promise<ReadonlySet<string>>): CheckReads['hasReservation'] {
+function reservations(
+  scan: (dir: string) => Promise<ReadonlySet<string>>,
+): CheckReads['hasReservation'] {
   return async (dir, containerId, ifName, addresses) => {
     const wanted = reservationTexts(containerId, ifName);
     for (const address of addresses) {
@@ -95,7 +97,9 @@ function memo<T>(): (key: string, read: () => Promise<T>) => Promise<T> {
 }
 
 /** Reads for the CHECKs of a batch: one `iptables-save -t <table>` per family and table, one read of each directory. */
-export function sharedReads(iptables: Readonly<Record<Family, Pick<IptablesState, 'save'>>>): CheckReads {
+export function sharedReads(
+  iptables: Readonly<Record<Family, Pick<IptablesState, 'save'>>>,
+): CheckReads {
   const tables = memo<ReadonlyMap<string, readonly Rule[]>>();
   const dirs = memo<ReadonlySet<string>>();
   const readTable = async (family: Family, table: Table) => {

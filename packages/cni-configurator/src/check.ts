@@ -199,8 +199,7 @@ function checkError(
   // broken: that is `unavailable` (or `aborted`), not `check-failed`; so is a read that failed.
   const couldNotRun =
     !isCniError(error) || CHECK_COULD_NOT_RUN.has(error.code) || call.signal?.aborted === true;
-  const aborted =
-    call.signal?.aborted === true || (isCniError(error) && error.code === 'aborted');
+  const aborted = call.signal?.aborted === true || (isCniError(error) && error.code === 'aborted');
   return new ConfiguratorError(
     `${where} ${couldNotRun ? 'could not run' : 'failed'}: ${messageOf(error)}`,
     {

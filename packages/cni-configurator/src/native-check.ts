@@ -132,9 +132,7 @@ export interface BridgeState {
 /** The names of the result's interfaces that bridge's CHECK looks up on the node. */
 export function hostNamesOf(result: CniResult, ifName: string, netns: string): string[] {
   const container = result.interfaces.find((i) => i.name === ifName && i.sandbox === netns);
-  return [
-    ...new Set(result.interfaces.map((i) => i.name).filter((n) => n !== container?.name)),
-  ];
+  return [...new Set(result.interfaces.map((i) => i.name).filter((n) => n !== container?.name))];
 }
 
 /** A link of `where` looked up by name the way validateInterface does. */

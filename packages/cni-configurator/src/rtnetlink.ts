@@ -107,7 +107,9 @@ export function linkByNameRequest(seq: number, flags: number, name: string): Buf
 
 /** A dump of every link, address or route of the namespace, every family. */
 export function dumpRequest(type: number, seq: number, flags: number): Buffer {
-  const body = Buffer.alloc(type === RTM_GETLINK ? IFINFOMSG : type === RTM_GETADDR ? IFADDRMSG : RTMSG);
+  const body = Buffer.alloc(
+    type === RTM_GETLINK ? IFINFOMSG : type === RTM_GETADDR ? IFADDRMSG : RTMSG,
+  );
   body.writeUInt8(AF_UNSPEC, 0);
   return request(type, flags, seq, body);
 }
