@@ -27,6 +27,8 @@ const SO_SNDBUFFORCE = 32;
 const SO_RCVBUFFORCE = 33;
 const SO_RCVTIMEO = 20;
 const RECEIVE_TIMEOUT_S = 10;
+/** recv(2) without waiting: on the calling thread, an answer that is not queued is an error. */
+const MSG_DONTWAIT = 0x40;
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;
@@ -138,7 +140,8 @@ function openSocket(c: Libc, netns: string | undefined, kind: SocketKind): numbe
 /**
  * Which netlink family a socket speaks, the name its errors start with, and whether its sends
  * and receives run on the calling thread (for small answers the kernel builds in microseconds:
- * a worker thread's round trip would cost more than the call; not for nf_tables batches).
+ * a worker thread's round trip would cost more than the call; not for nf_tables batches). Such a
+ * receive never blocks the event loop: one with nothing queued fails (errno 11, EAGAIN).
  */
 export interface SocketKind {
   readonly protocol: number;
@@ -205,8 +208,10 @@ export function openNetlinkSocket(
 
     async answers(what, visit) {
       for (;;) {
+        // On the calling thread never wait: the kernel queues a request's answer (and the next
+        // part of a dump) before send or the previous receive returns.
         const n = here
-          ? c.recv(fd, inbox, inbox.length, 0)
+          ? c.recv(fd, inbox, inbox.length, MSG_DONTWAIT)
           : await onWorker(c.recv, fd, inbox, inbox.length, 0);
         if (n < 0)
           throw failed(`${what} (receive)`, here ? c.errno() : undefined, undefined, subsystem);
