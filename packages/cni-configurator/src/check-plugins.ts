@@ -3,7 +3,7 @@
 // ADD result as libcni gives it to every plugin (prevResult), the sandbox's and the node's links
 // through rtnetlink (route-reader.ts), and host-local's reservations (check-reads.ts).
 import { compareVersions, parseNetworkConfigText, parseResult } from '@allocnet/cni';
-import type { CniArgs, CniResult, NetworkConfig } from '@allocnet/cni';
+import type { CniArgs, CniResult, NetworkConfig, PluginConfig } from '@allocnet/cni';
 import type { CheckReads } from './check-reads.js';
 import type { ConfiguratorContext } from './context.js';
 import { messageOf } from './errors.js';
@@ -46,14 +46,21 @@ export function splitNative(chain: NetworkConfig, args: CniArgs): NativeSplit {
   });
   if (native.length === 0) return { chain, native };
   if (kept.length === 0) return { chain: undefined, native };
-  const rest = parseNetworkConfigText(
+  return { chain: withPlugins(chain, kept), native };
+}
+
+/** `network` with only `plugins` (some of its own), parsed again. */
+export function withPlugins(
+  network: NetworkConfig,
+  plugins: readonly PluginConfig[],
+): NetworkConfig {
+  return parseNetworkConfigText(
     JSON.stringify({
-      ...(JSON.parse(chain.bytes) as Record<string, unknown>),
-      plugins: kept.map((p) => p.raw),
+      ...(JSON.parse(network.bytes) as Record<string, unknown>),
+      plugins: plugins.map((p) => p.raw),
     }),
-    chain.source,
+    network.source,
   );
-  return { chain: rest, native };
 }
 
 /** The cached ADD result, as libcni's CHECK reads it; `CouldNotCheck` without one. */

@@ -8,12 +8,12 @@
 // the context's batched reader (concurrent CHECKs of allocations on the same shared chains share
 // one `iptables -S` per chain) or, in a batch, one save per table (check-reads.ts), and netlink
 // sockets of their own. The plans cache below is filled synchronously.
-import { isCniError, parseNetworkConfigText } from '@allocnet/cni';
+import { isCniError } from '@allocnet/cni';
 import type { NetworkConfig } from '@allocnet/cni';
 import type { Family } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import type { ReadChain } from './chain-reader.js';
-import { CouldNotCheck, checkNative, splitNative } from './check-plugins.js';
+import { CouldNotCheck, checkNative, splitNative, withPlugins } from './check-plugins.js';
 import type { NativeSplit } from './check-plugins.js';
 import { freshReads, sharedReads } from './check-reads.js';
 import type { CheckReads } from './check-reads.js';
@@ -177,14 +177,7 @@ export function checkChainOf(network: NetworkConfig): {
     return true;
   });
   if (checkedHere.length === 0) return { chain: network, checkedHere };
-  const chain = parseNetworkConfigText(
-    JSON.stringify({
-      ...(JSON.parse(network.bytes) as Record<string, unknown>),
-      plugins: kept.map((p) => p.raw),
-    }),
-    network.source,
-  );
-  return { chain, checkedHere };
+  return { chain: withPlugins(network, kept), checkedHere };
 }
 
 /** The CHECK's error for what `error` says, with `where` first. */
