@@ -9,7 +9,7 @@ import { readdir, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniCache, createCniRuntime, createNodePluginExec } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
-import { createCniConfigurator } from '@allocnet/cni-configurator';
+import { createCniConfigurator, createRouteReader } from '@allocnet/cni-configurator';
 import type { AllocNetworkSpec, CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
 import { createNetnsLab, echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
@@ -98,6 +98,8 @@ async function make(): Promise<CniConfigurator> {
       cacheDir: join(tmp.path, 'cache'),
       exec: createNodePluginExec({ netns: node.name }),
     }),
+    // The bridge and the host veths are in the node namespace: CHECK reads them there.
+    routeReader: createRouteReader({ netns: node.path }),
     iptables: {
       ipv4: createIptables({ netns: node.path }),
       ipv6: createIptables({ family: 'ipv6', netns: node.path }),

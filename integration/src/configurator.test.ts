@@ -8,6 +8,7 @@ import { tempDir } from '@allocnet/cni/testing';
 import {
   allocChains,
   createCniConfigurator,
+  createRouteReader,
   defaultNetworkConfig,
   defaultNetworkSettings,
 } from '@allocnet/cni-configurator';
@@ -60,6 +61,8 @@ async function make(
       cacheDir: join(tmp.path, 'cache'),
       exec: createNodePluginExec({ netns: node.name }),
     }),
+    // The bridge and the host veths are in the node namespace: CHECK reads them there.
+    routeReader: createRouteReader({ netns: node.path }),
     iptables: {
       ipv4: options.ipv4 ?? createIptables({ netns: node.path }),
       ipv6: createIptables({ family: 'ipv6', netns: node.path }),

@@ -9,7 +9,7 @@ import { createAllocRunner } from '@allocnet/alloc-runner';
 import type { AllocRunner, AllocRunnerOptions, RunnerSpec } from '@allocnet/alloc-runner';
 import { createCniRuntime, createNodePluginExec } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
-import { createCniConfigurator } from '@allocnet/cni-configurator';
+import { createCniConfigurator, createRouteReader } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
 import { createNetnsLab } from '@allocnet/testns';
@@ -121,6 +121,8 @@ export async function createRunnerHost(): Promise<RunnerHost> {
           cacheDir,
           exec: createNodePluginExec({ netns: node.name }),
         }),
+        // The bridge and the host veths are in the node namespace: CHECK reads them there.
+        routeReader: createRouteReader({ netns: node.path }),
         iptables: {
           ipv4: createIptables({ netns: node.path }),
           ipv6: createIptables({ family: 'ipv6', netns: node.path }),

@@ -9,6 +9,7 @@ import { portMappingsOverlap } from '@allocnet/cni-configurator';
 import type {
   AllocAttachment,
   AllocNetworkSpec,
+  CheckBatch,
   PortMapping,
   RequestedPortMapping,
   TeardownReport,
@@ -236,6 +237,7 @@ export async function checkEach(
   ctx: RunnerContext,
   rec: AllocRecord,
   signal: AbortSignal | undefined,
+  batch?: CheckBatch,
 ): Promise<CheckOutcome> {
   const extras = (rec.extra ?? []).filter((e) => e.phase === 'ready');
   const several = extras.length > 0;
@@ -252,7 +254,8 @@ export async function checkEach(
   let ran = false;
   for (const entry of entries) {
     try {
-      ran = (await ctx.networking.check(entry.attachment, callOf(signal))).ran || ran;
+      const options = batch === undefined ? callOf(signal) : { ...callOf(signal), batch };
+      ran = (await ctx.networking.check(entry.attachment, options)).ran || ran;
     } catch (error) {
       return { ok: false, error, which: several ? entry.which() : undefined };
     }

@@ -32,6 +32,7 @@ export type RunnerConfigurator = Pick<
   | 'portMappingsOf'
   | 'setup'
   | 'check'
+  | 'checkBatch'
   | 'teardown'
   | 'holdAddresses'
   | 'findLeaks'

@@ -6,6 +6,7 @@
 // `holdRecorded` runs before both, at start, before any operation is admitted (control.ts): the
 // recorded addresses of `ready` records are held (the configurator's holds.ts), so that no setup
 // is handed one while restore sets their allocations up again with exactly them.
+import type { CheckBatch } from '@allocnet/cni-configurator';
 import { settleAttachments } from './attach.js';
 import { checkEach, named, plansOf } from './attachments.js';
 import { callOf, inTurn, logInfo, madeName } from './context.js';
@@ -67,11 +68,15 @@ const RESULTS: readonly RestoreResult[] = [
 /** The error behind an `error` outcome, for `settle` to carry its kind (a full data dir). */
 const errorCauses = new WeakMap<RestoreOutcome, unknown>();
 
-/** Settles one record (see `RestoreResult`). Never throws: `error` says what went wrong. */
+/**
+ * Settles one record (see `RestoreResult`). Never throws: `error` says what went wrong. A ready
+ * record's CHECK shares its reads with the others of `batch` (a restore's).
+ */
 async function restoreOne(
   ctx: RunnerContext,
   rec: AllocRecord,
   signal: AbortSignal | undefined,
+  batch?: CheckBatch,
 ): Promise<RestoreOutcome> {
   const { counters } = ctx;
   const allocId = rec.allocId;
@@ -121,7 +126,7 @@ async function restoreOne(
       }
 
       case 'ready':
-        return await restoreReady(ctx, rec, signal, outcome);
+        return await restoreReady(ctx, rec, signal, outcome, batch);
     }
   } catch (error) {
     counters.restoreFailures++;
@@ -142,6 +147,7 @@ async function restoreReady(
   recorded: AllocRecord,
   signal: AbortSignal | undefined,
   outcome: (result: RestoreResult, checked: boolean, error?: string) => RestoreOutcome,
+  batch: CheckBatch | undefined,
 ): Promise<RestoreOutcome> {
   const { counters } = ctx;
   const allocId = recorded.allocId;
@@ -149,7 +155,7 @@ async function restoreReady(
   const present = await ctx.netns.exists(rec.netnsPath);
   let why: string;
   if (present) {
-    const checked = await checkEach(ctx, rec, signal);
+    const checked = await checkEach(ctx, rec, signal, batch);
     if (checked.ok) {
       counters.restored++;
       return outcome('kept', checked.ran);
@@ -279,13 +285,17 @@ export async function settle(
   return ctx.store.get(allocId);
 }
 
-/** Settles every record left by the last run, each in its allocation's turn. */
+/**
+ * Settles every record left by the last run, each in its allocation's turn. Their CHECKs share
+ * one batch: one read of iptables and of host-local's directories for them all.
+ */
 export async function restore(
   ctx: RunnerContext,
   signal: AbortSignal | undefined,
 ): Promise<RestoreReport> {
   const startedAt = ctx.clock.now();
   const records = ctx.store.list();
+  const batch = ctx.networking.checkBatch();
   for (const rec of records) ctx.restoring.add(rec.allocId);
   const outcomes = await Promise.all(
     records.map((rec) =>
@@ -303,7 +313,7 @@ export async function restore(
               checked: false,
             } as const;
           }
-          return restoreOne(ctx, now, turn);
+          return restoreOne(ctx, now, turn, batch);
         },
         signal,
         'restore',

@@ -935,6 +935,23 @@ describe('restore', () => {
     expect(runner.stats()).toMatchObject({ restored: 1, live: 1 });
   });
 
+  it('gives every CHECK of a restore one batch to share reads in; a CHECK outside a restore none', async () => {
+    const first = await make();
+    await first.runner.setup(spec(A));
+    await first.runner.setup(spec(B));
+    await first.runner.close();
+    first.configurator.clearCalls();
+
+    const { runner, configurator } = await make(first);
+    await runner.restore();
+    const [one, two] = configurator.callsOf('check').map((c) => c.batch);
+    expect(one).toEqual({ kind: 'check-batch' });
+    expect(two).toBe(one);
+    configurator.clearCalls();
+    await runner.check(A);
+    expect(configurator.callsOf('check')[0]?.batch).toBeUndefined();
+  });
+
   it('sets up again, in the same namespace and with the same address, when CHECK fails', async () => {
     const first = await make();
     const status = await first.runner.setup(spec(A));

@@ -1,22 +1,30 @@
-// CHECK: the plugins' CHECK with exactly what the ADD used, except for the plugins whose rules are
-// checked here instead (portmap's CHECK is broken in 1.1.1; the firewall's reads the whole
-// ruleset six times per allocation).
+// CHECK: the plugins' CHECK with exactly what the ADD used, except for the plugins checked here
+// instead: portmap's and the firewall's rules (portmap's CHECK is broken in 1.1.1; the firewall's
+// reads the whole ruleset six times per allocation), and loopback's and bridge's (with
+// host-local) state, read through rtnetlink and host-local's files (check-plugins.ts).
 //
 // Concurrency: CHECKs run in parallel with each other and with every other operation (a restore
-// CHECKs hundreds of allocations at once). They only read: plugins' CHECK, and single chains
-// through the context's batched reader, so concurrent CHECKs of allocations on the same shared
-// chains share one `iptables -S` per chain. The chains cache below is filled synchronously.
-import { isCniError, parseNetworkConfigText } from '@allocnet/cni';
+// CHECKs hundreds of allocations at once). They only read: plugins' CHECK, single chains through
+// the context's batched reader (concurrent CHECKs of allocations on the same shared chains share
+// one `iptables -S` per chain) or, in a batch, one save per table (check-reads.ts), and netlink
+// sockets of their own. The plans cache below is filled synchronously.
+import { isCniError } from '@allocnet/cni';
 import type { NetworkConfig } from '@allocnet/cni';
 import type { Family } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import type { ReadChain } from './chain-reader.js';
+import { CouldNotCheck, checkNative, splitNative, withPlugins } from './check-plugins.js';
+import type { NativeSplit } from './check-plugins.js';
+import { freshReads, sharedReads } from './check-reads.js';
+import type { CheckReads } from './check-reads.js';
 import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, messageOf } from './errors.js';
 import { allocChains, dnatDestination, firewallSpecs, hasSpec, matchOption } from './marks.js';
+import { argsNeedPlugin } from './native-check.js';
+import type { RouteReader } from './route-reader.js';
 import { checkAllocId } from './spec.js';
-import type { AllocAttachment, AllocNetworking } from './types.js';
+import type { AllocAttachment, AllocNetworking, CheckBatch } from './types.js';
 
 const FAMILIES = ['ipv4', 'ipv6'] as const;
 
@@ -169,99 +177,129 @@ export function checkChainOf(network: NetworkConfig): {
     return true;
   });
   if (checkedHere.length === 0) return { chain: network, checkedHere };
-  const chain = parseNetworkConfigText(
-    JSON.stringify({
-      ...(JSON.parse(network.bytes) as Record<string, unknown>),
-      plugins: kept.map((p) => p.raw),
-    }),
-    network.source,
+  return { chain: withPlugins(network, kept), checkedHere };
+}
+
+/** The CHECK's error for what `error` says, with `where` first. */
+function checkError(
+  where: string,
+  attachment: AllocAttachment,
+  network: NetworkConfig,
+  error: unknown,
+  call: { readonly signal?: AbortSignal },
+): ConfiguratorError {
+  // A plugin that did not start, timed out, or cannot run this config did not find the network
+  // broken: that is `unavailable` (or `aborted`), not `check-failed`; so is a read that failed.
+  const couldNotRun =
+    !isCniError(error) || CHECK_COULD_NOT_RUN.has(error.code) || call.signal?.aborted === true;
+  const aborted = call.signal?.aborted === true || (isCniError(error) && error.code === 'aborted');
+  return new ConfiguratorError(
+    `${where} ${couldNotRun ? 'could not run' : 'failed'}: ${messageOf(error)}`,
+    {
+      code: aborted ? 'aborted' : couldNotRun ? 'unavailable' : 'check-failed',
+      allocId: attachment.allocId,
+      network: network.name,
+      cause: error,
+    },
   );
-  return { chain, checkedHere };
+}
+
+/** What CHECK runs of a network: the plugins' chain, and what is checked here instead. */
+interface CheckPlan {
+  readonly chain: NativeSplit['chain'];
+  readonly native: NativeSplit['native'];
+  readonly checkedHere: readonly CheckedHere[];
 }
 
 /**
- * The CHECK operation. CHECK runs the chain without the plugins checked here, then checks their
- * rules against the batched reader: a plugin that did not start, timed out or cannot run this
- * config, and iptables that could not be read, are `unavailable` (it found nothing broken), not
- * `check-failed`.
+ * The CHECK operation. The plugins checked here (portmap, the firewall: checkChainOf; loopback,
+ * bridge with host-local: check-plugins.ts) are removed from the chain the plugins' CHECK runs;
+ * their state is read and compared here. A plugin that did not start, timed out or cannot run
+ * this config, and state that could not be read, are `unavailable` (it found nothing broken),
+ * not `check-failed`. CHECKs given one `checkBatch()` share their iptables and host-local reads
+ * (check-reads.ts).
  */
-export function createCheck(ctx: ConfiguratorContext): Pick<AllocNetworking, 'check'> {
-  /** The chain CHECK runs for a network, and the plugins checked here; once per config. */
-  const checkChains = new Map<string, ReturnType<typeof checkChainOf>>();
-  function checkChainFor(network: NetworkConfig) {
-    let found = checkChains.get(network.bytes);
+export function createCheck(
+  ctx: ConfiguratorContext,
+  routes: RouteReader,
+): Pick<AllocNetworking, 'check' | 'checkBatch'> {
+  /** The plan per config and whether CNI_ARGS ask for an address; once per config. */
+  const plans = new Map<string, CheckPlan>();
+  function planFor(network: NetworkConfig, attachment: AllocAttachment): CheckPlan {
+    const key = `${argsNeedPlugin(attachment.args) ? 'args' : '-'}:${network.bytes}`;
+    let found = plans.get(key);
     if (found === undefined) {
-      found = checkChainOf(network);
-      if (checkChains.size > 64) checkChains.clear();
-      checkChains.set(network.bytes, found);
+      const { chain, checkedHere } = checkChainOf(network);
+      found = { ...splitNative(chain, attachment.args), checkedHere };
+      if (plans.size > 64) plans.clear();
+      plans.set(key, found);
     }
     return found;
   }
+  const batches = new WeakMap<CheckBatch, CheckReads>();
 
   return {
+    checkBatch() {
+      const batch: CheckBatch = Object.freeze({ kind: 'check-batch' as const });
+      batches.set(batch, sharedReads(ctx.iptables));
+      return batch;
+    },
+
     async check(attachment, opts) {
       const call = callOf(opts);
       checkAllocId(attachment.allocId, 'attachment.allocId');
       const network = ctx.snapshotNetwork(attachment);
       const where = `CHECK of ${JSON.stringify(attachment.allocId)} in network ${JSON.stringify(network.name)}`;
+      const reads =
+        (opts?.batch === undefined ? undefined : batches.get(opts.batch)) ??
+        freshReads(ctx.readChain);
       // portmap 1.1.1's CHECK is broken (it checks IPv6 DNAT for IPv4-only containers and the
       // IPv4 rules in ip6tables: containernetworking/plugins#819), and the firewall's asks
       // iptables six times per allocation, each call reading the whole ruleset, which grows with
-      // the allocations on the node: CHECK runs the chain without them, and their rules are
-      // checked here against one batched read of iptables (see checkPortMappings, checkFirewall).
-      const { chain, checkedHere } = checkChainFor(network);
+      // the allocations on the node: their rules are checked here against one batched read of
+      // iptables (see checkPortMappings, checkFirewall). loopback's and bridge's CHECK are a
+      // process each (and host-local's a third, reading every reservation file of the network):
+      // what they verify is read here through rtnetlink (check-plugins.ts).
+      const { chain, native, checkedHere } = planFor(network, attachment);
       let ran: boolean;
       try {
-        ({ ran } = await ctx.runtime.check(chain, cniAttachment(attachment), call));
+        ({ ran } =
+          chain === undefined
+            ? { ran: !network.disableCheck }
+            : await ctx.runtime.check(chain, cniAttachment(attachment), call));
       } catch (error) {
-        // A plugin that did not start, timed out, or cannot run this config did not find the
-        // network broken: that is `unavailable` (or `aborted`), not `check-failed`.
-        const couldNotRun =
-          !isCniError(error) ||
-          CHECK_COULD_NOT_RUN.has(error.code) ||
-          call.signal?.aborted === true;
-        const aborted =
-          call.signal?.aborted === true || (isCniError(error) && error.code === 'aborted');
-        throw new ConfiguratorError(
-          `${where} ${couldNotRun ? 'could not run' : 'failed'}: ${messageOf(error)}`,
-          {
-            code: aborted ? 'aborted' : couldNotRun ? 'unavailable' : 'check-failed',
-            allocId: attachment.allocId,
-            network: network.name,
-            cause: error,
-          },
-        );
+        throw checkError(where, attachment, network, error, call);
       }
-      if (ran && checkedHere.length > 0) {
-        let problem: string | undefined;
-        try {
+      if (!ran) return { ran };
+      let problem: string | undefined;
+      try {
+        problem = await checkNative(ctx, network, attachment, native, reads, routes);
+        if (problem === undefined && checkedHere.length > 0) {
           const found = await Promise.all(
             checkedHere.map((c) =>
               c.type === 'portmap'
-                ? checkPortMappings(attachment, ctx.readChain, call)
-                : checkFirewall(attachment, c.adminChain, ctx.readChain, call),
+                ? checkPortMappings(attachment, reads.readChain, call)
+                : checkFirewall(attachment, c.adminChain, reads.readChain, call),
             ),
           );
           problem = found.find((p) => p !== undefined);
-        } catch (error) {
-          const aborted = call.signal?.aborted === true;
-          throw new ConfiguratorError(
-            `${where} could not run: reading iptables: ${messageOf(error)}`,
-            {
-              code: aborted ? 'aborted' : 'unavailable',
-              allocId: attachment.allocId,
-              network: network.name,
-              cause: error,
-            },
-          );
         }
-        if (problem !== undefined)
-          throw new ConfiguratorError(`${where} failed: ${problem}`, {
-            code: 'check-failed',
-            allocId: attachment.allocId,
-            network: network.name,
-          });
+      } catch (error) {
+        const what = error instanceof CouldNotCheck ? '' : 'reading iptables: ';
+        const aborted = call.signal?.aborted === true;
+        throw new ConfiguratorError(`${where} could not run: ${what}${messageOf(error)}`, {
+          code: aborted ? 'aborted' : 'unavailable',
+          allocId: attachment.allocId,
+          network: network.name,
+          cause: error,
+        });
       }
+      if (problem !== undefined)
+        throw new ConfiguratorError(`${where} failed: ${problem}`, {
+          code: 'check-failed',
+          allocId: attachment.allocId,
+          network: network.name,
+        });
       return { ran };
     },
   };

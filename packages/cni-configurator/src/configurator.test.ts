@@ -16,7 +16,7 @@ import { createRecordingExec, exit, ok } from '@allocnet/iptables-node/testing';
 import type { RecordingExec, Reply } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { allocChains } from './marks.js';
-import { addPluginShapes, addResult, createFakeRuntime } from './testing/index.js';
+import { addPluginShapes, addResult, createFakeRuntime, healthyKernel } from './testing/index.js';
 import type { PluginShapes } from './testing/index.js';
 import type { FakeRuntime } from './testing/index.js';
 import type {
@@ -658,14 +658,36 @@ describe('check', () => {
     ],
   };
 
-  it('runs CHECK without portmap and the firewall, and reads their rules itself, one chain at a time', async () => {
-    await make();
-    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+  /** A setup whose CHECK finds the kernel, the CNI cache and host-local as a healthy ADD leaves them. */
+  async function setUpHealthy(extra: Partial<CniConfiguratorOptions> = {}) {
+    const netns = '/run/netns/a1';
+    const add = addResult('172.26.64.2/20', { sandbox: netns });
+    const kernel = healthyKernel(add.result, netns);
+    await make({ routeReader: kernel, ...extra });
+    runtime.answerAdd(add);
+    const { attachment } = await configurator.setup(spec, netns);
+    await runtime.cache.writeResult({
+      networkName: 'nomad',
+      containerId: ID,
+      ifName: 'eth0',
+      netns,
+      cniArgs: [],
+      capabilityArgs: {},
+      config: '{}',
+      result: add.json,
+    });
+    await mkdir(join(dir, 'ipam', 'nomad'), { recursive: true });
+    await writeFile(join(dir, 'ipam', 'nomad', '172.26.64.2'), `${ID}\r\neth0`);
+    return { attachment, kernel };
+  }
+
+  it('runs no plugin for the default network: reads the sandbox, the node’s links by name and each chain', async () => {
+    const { attachment, kernel } = await setUpHealthy();
     const before = v4.calls.length;
     v4.reply(...chains(healthy));
     await expect(configurator.check(attachment)).resolves.toEqual({ ran: true });
-    expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'CHECK']);
-    expect(runtime.calls[1]?.attachment).toEqual(runtime.calls[0]?.attachment);
+    expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD']);
+    expect(kernel.calls).toEqual(['ns /run/netns/a1', 'host nomad veth0abc']);
     expect(v4.calls.slice(before).map((c) => c.argv.slice(2).join(' ')).sort()).toEqual([
       `-t nat -S ${dnat}`,
       '-t filter -S CNI-FORWARD',
@@ -676,9 +698,21 @@ describe('check', () => {
     expect(v6.calls).toEqual([]);
   });
 
-  it('names the rule that is missing', async () => {
+  it('runs the plugins’ CHECK, without portmap and the firewall, when CNI_ARGS ask host-local for an address', async () => {
     await make();
-    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    const { attachment } = await configurator.setup(
+      { ...spec, cniArgs: { IP: '172.26.64.2' } },
+      '/run/netns/a1',
+    );
+    v4.reply(...chains(healthy));
+    await expect(configurator.check(attachment)).resolves.toEqual({ ran: true });
+    expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'CHECK']);
+    expect(runtime.calls[1]?.attachment).toEqual(runtime.calls[0]?.attachment);
+    expect(runtime.calls[1]?.plugins.map((p) => p.type)).toEqual(['loopback', 'bridge']);
+  });
+
+  it('names the rule that is missing', async () => {
+    const { attachment } = await setUpHealthy();
     v4.reply(...chains({ ...healthy, [dnat]: dnatRules.slice(0, 1) }));
     await expect(configurator.check(attachment)).rejects.toMatchObject({
       code: 'check-failed',
@@ -692,9 +726,68 @@ describe('check', () => {
     );
   });
 
+  it('names what loopback’s, bridge’s or host-local’s CHECK would find wrong, before any rule', async () => {
+    const { attachment, kernel } = await setUpHealthy();
+    const sandbox = kernel.sandboxes.get('/run/netns/a1');
+    if (sandbox === undefined) throw new Error('no sandbox');
+    const failed = `CHECK of "${ID}" in network "nomad" failed: `;
+    kernel.sandboxes.set('/run/netns/a1', { ...sandbox, routes: sandbox.routes.slice(0, 1) });
+    await expect(configurator.check(attachment)).rejects.toMatchObject({
+      code: 'check-failed',
+      message: `${failed}bridge: the sandbox has no route to 0.0.0.0/0`,
+    });
+    await rm(join(dir, 'ipam', 'nomad', '172.26.64.2'));
+    await expect(configurator.check(attachment)).rejects.toThrow(
+      `${failed}host-local: no address of "${ID}" (eth0) is reserved in ${join(dir, 'ipam', 'nomad')}`,
+    );
+    kernel.sandboxes.delete('/run/netns/a1');
+    await expect(configurator.check(attachment)).rejects.toThrow(
+      `${failed}the sandbox "/run/netns/a1" cannot be opened: it does not exist`,
+    );
+    // None of it ran a plugin or read iptables.
+    expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD']);
+  });
+
+  it('shares one iptables-save per table among the CHECKs of a batch', async () => {
+    const { attachment } = await setUpHealthy();
+    const before = v4.calls.length;
+    const listing = (table: 'filter' | 'nat') =>
+      ok(
+        [
+          `*${table}`,
+          ...Object.entries(healthy)
+            .filter(
+              ([chain]) => (table === 'nat') === (chain === dnat || chain === 'CNI-HOSTPORT-DNAT'),
+            )
+            .flatMap(([chain, rules]) => [`:${chain} - [0:0]`, ...rules]),
+          'COMMIT',
+        ].join('\n'),
+      );
+    v4.reply(listing('filter'), listing('nat'));
+    const batch = configurator.checkBatch();
+    await expect(
+      Promise.all([
+        configurator.check(attachment, { batch }),
+        configurator.check(attachment, { batch }),
+      ]),
+    ).resolves.toEqual([{ ran: true }, { ran: true }]);
+    expect(
+      v4.calls
+        .slice(before)
+        .map((c) => c.argv)
+        .sort(),
+    ).toEqual([
+      ['iptables-save', '-t', 'filter'],
+      ['iptables-save', '-t', 'nat'],
+    ]);
+  });
+
   it('tells a CHECK that could not run from one that found the network broken', async () => {
-    await make();
-    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    const { attachment } = await setUpHealthy();
+    const args = await configurator.setup(
+      { ...spec, allocId: LEAK, cniArgs: { IP: '172.26.64.3' } },
+      '/run/netns/a2',
+    );
     const timeout = new CniError('plugin "bridge" timed out (CHECK)', {
       code: 'timeout',
       msg: 't',
@@ -704,19 +797,24 @@ describe('check', () => {
       msg: 'no veth',
     });
     runtime.answerCheck(timeout, broken);
-    await expect(configurator.check(attachment)).rejects.toMatchObject({
+    await expect(configurator.check(args.attachment)).rejects.toMatchObject({
       code: 'unavailable',
       cause: timeout,
-      message: `CHECK of "${ID}" in network "nomad" could not run: plugin "bridge" timed out (CHECK)`,
+      message: `CHECK of "${LEAK}" in network "nomad" could not run: plugin "bridge" timed out (CHECK)`,
     });
-    await expect(configurator.check(attachment)).rejects.toMatchObject({
+    await expect(configurator.check(args.attachment)).rejects.toMatchObject({
       code: 'check-failed',
-      message: `CHECK of "${ID}" in network "nomad" failed: plugin "bridge" failed (CHECK): no veth`,
+      message: `CHECK of "${LEAK}" in network "nomad" failed: plugin "bridge" failed (CHECK): no veth`,
     });
     v4.reply(...chains(healthy, 5, 'CNI-FORWARD'));
     await expect(configurator.check(attachment)).rejects.toMatchObject({
       code: 'unavailable',
       message: `CHECK of "${ID}" in network "nomad" could not run: reading iptables: iptables --wait -t filter -S CNI-FORWARD failed (exit status 4): iptables v1.8.9 (nf_tables): busy`,
+    });
+    await runtime.cache.removeResult('nomad', ID, 'eth0');
+    await expect(configurator.check(attachment)).rejects.toMatchObject({
+      code: 'unavailable',
+      message: `CHECK of "${ID}" in network "nomad" could not run: no cached ADD result for "${ID}" (eth0) in network "nomad"; CHECK needs a completed ADD`,
     });
   });
 });

@@ -4,6 +4,7 @@
 // (find and reap), holds.ts (holding recorded addresses, reclaiming them). Only teardown.ts and leaks.ts use the sweep (sweep.ts).
 import { createCheck } from './check.js';
 import { createContext } from './context.js';
+import { createRouteReader } from './route-reader.js';
 import { holdAddresses } from './holds.js';
 import { createLeaks } from './leaks.js';
 import { requestedPortMappings } from './ports.js';
@@ -37,7 +38,7 @@ export async function createCniConfigurator(
       checkSpec(ctx, spec);
     },
     ...createSetup(ctx),
-    ...createCheck(ctx),
+    ...createCheck(ctx, options.routeReader ?? createRouteReader()),
     ...createTeardown(ctx),
     ...createLeaks(ctx),
     holdAddresses: (attachments, opts) => holdAddresses(ctx, attachments, opts),

@@ -31,6 +31,8 @@ export type {
   AllocNetworkSpec,
   AllocNetworkStatus,
   AllocPort,
+  CheckBatch,
+  CheckOptions,
   CleanupReport,
   CniConfigurator,
   CniConfiguratorOptions,
@@ -63,3 +65,6 @@ export type {
   TeardownOptions,
   TeardownReport,
 } from './types.js';
+export { createRouteReader } from './route-reader.js';
+export type { NamespaceState, RouteReader, RouteReaderOptions } from './route-reader.js';
+export type { NetAddress, NetLink, NetRoute } from './rtnetlink.js';

@@ -10,6 +10,7 @@ import type {
   ReapProgress,
   ReapReport,
 } from './host-state.js';
+import type { RouteReader } from './route-reader.js';
 
 export type {
   CleanupReport,
@@ -257,11 +258,26 @@ export interface CniConfiguratorOptions {
   readonly random?: () => number;
   /** Default setTimeout. */
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /**
+   * What CHECK reads links, addresses and routes through (rtnetlink; a fake in unit tests).
+   * Default the real one, in this process's namespace: the one the plugins run in.
+   */
+  readonly routeReader?: RouteReader;
   readonly logger?: Logger;
 }
 
 export interface OperationOptions {
   readonly signal?: AbortSignal;
+}
+
+/** What `checkBatch` gives: pass it to the CHECKs that share its reads. */
+export interface CheckBatch {
+  readonly kind: 'check-batch';
+}
+
+export interface CheckOptions extends OperationOptions {
+  /** Share reads with the other CHECKs of this batch (see `checkBatch`). */
+  readonly batch?: CheckBatch;
 }
 
 export interface SetupOptions extends OperationOptions {
@@ -342,11 +358,17 @@ export interface AllocNetworking {
    * between attempts), then the status and the attachment to keep for CHECK and DEL.
    */
   setup(spec: AllocNetworkSpec, netns: string, options?: SetupOptions): Promise<SetupOutcome>;
-  /** CHECK with exactly what the ADD used. */
-  check(
-    attachment: AllocAttachment,
-    options?: OperationOptions,
-  ): Promise<{ readonly ran: boolean }>;
+  /**
+   * CHECK with exactly what the ADD used: the plugins' CHECK, or what it verifies read here
+   * (check.ts). CHECKs given the same `batch` share their reads of iptables and host-local.
+   */
+  check(attachment: AllocAttachment, options?: CheckOptions): Promise<{ readonly ran: boolean }>;
+  /**
+   * A batch for CHECKs of many allocations at once (a restore's): they share one read of each
+   * iptables table and host-local directory, taken when the first needs it, so each sees the
+   * node as it was then. Drop it when they are done (it holds those reads).
+   */
+  checkBatch(): CheckBatch;
   /**
    * DEL with what the ADD used (when the attachment is known), then, always, the audit: whatever
    * is still tagged with the allocation is removed. Throws only when the audit could not remove it.

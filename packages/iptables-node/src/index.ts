@@ -7,6 +7,16 @@ export type {
   RuleHandles,
 } from './iptables.js';
 export { openNftLink } from './nft.js';
+export {
+  NETLINK_ROUTE,
+  NLMSG_DONE,
+  NLMSG_ERROR,
+  NLM_F_ACK,
+  NLM_F_DUMP,
+  NLM_F_REQUEST,
+  openNetlinkSocket,
+} from './netlink.js';
+export type { NetlinkSocket, SocketKind } from './netlink.js';
 export type { NftLink, NftOp } from './nft.js';
 export type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';

@@ -1,5 +1,6 @@
 // Socket I/O of the netlink link (nft.ts): a NETLINK_NETFILTER socket made in a network
-// namespace, sending one buffer of messages and reading the answers. The socket is made in the
+// namespace, sending one buffer of messages and reading the answers. The same socket speaks
+// NETLINK_ROUTE for the configurator's native CHECK (links, addresses and routes of a namespace). The socket is made in the
 // calling thread (setns there and back: microseconds); every send and receive runs on a worker
 // thread (koffi's `.async`), because the kernel does its work in them: a send of a removal batch
 // is the whole nf_tables transaction (tens of milliseconds for thousands of rules), a receive of
@@ -18,12 +19,16 @@ const AF_NETLINK = 16;
 const SOCK_RAW = 3;
 const SOCK_CLOEXEC = 0o2000000;
 const NETLINK_NETFILTER = 12;
+/** rtnetlink: links, addresses, routes. */
+export const NETLINK_ROUTE = 0;
 const CLONE_NEWNET = 0x40000000;
 const SOL_SOCKET = 1;
 const SO_SNDBUFFORCE = 32;
 const SO_RCVBUFFORCE = 33;
 const SO_RCVTIMEO = 20;
 const RECEIVE_TIMEOUT_S = 10;
+/** recv(2) without waiting: on the calling thread, an answer that is not queued is an error. */
+const MSG_DONTWAIT = 0x40;
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;
@@ -79,9 +84,10 @@ export function failed(
   what: string,
   errno: number | undefined,
   code?: IptablesErrorCode,
+  subsystem = 'nf_tables',
 ): IptablesError {
   const why = errno === undefined ? 'errno not known: it ran on a worker thread' : `errno ${errno}`;
-  return new IptablesError(`nf_tables ${what} failed (${why})`, {
+  return new IptablesError(`${subsystem} ${what} failed (${why})`, {
     code: code ?? (errno === undefined ? undefined : ERRNO_CODES.get(errno)) ?? 'unknown',
   });
 }
@@ -96,37 +102,56 @@ function onWorker<A extends unknown[]>(fn: WithAsync<A>, ...args: A): Promise<nu
   });
 }
 
-/** The socket, made in `netns` (a path) when given: the calling thread enters it and comes back. */
-function openSocket(c: Libc, netns: string | undefined): number {
+/**
+ * The socket, made in `netns` (a path) when given: the calling thread enters it and comes back.
+ * A netlink socket stays bound to the namespace it was made in.
+ */
+function openSocket(c: Libc, netns: string | undefined, kind: SocketKind): number {
+  const { protocol, subsystem } = kind;
   if (netns === undefined) {
-    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-    if (fd < 0) throw failed('socket', c.errno());
+    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
+    if (fd < 0) throw failed('socket', c.errno(), undefined, subsystem);
     return fd;
   }
   const home = openSync('/proc/thread-self/ns/net', 'r');
   try {
     const target = openSync(netns, 'r');
     try {
-      if (c.setns(target, CLONE_NEWNET) !== 0) throw failed(`setns ${netns}`, c.errno());
+      if (c.setns(target, CLONE_NEWNET) !== 0)
+        throw failed(`setns ${netns}`, c.errno(), undefined, subsystem);
     } finally {
       closeSync(target);
     }
-    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
     const errno = c.errno();
     // Back home before anything else can run in this thread; a thread left in another
     // namespace would make every later socket of the process there.
     if (c.setns(home, CLONE_NEWNET) !== 0)
       throw new Error(
-        `nf_tables: could not return to the process's network namespace (errno ${c.errno()})`,
+        `${subsystem}: could not return to the process's network namespace (errno ${c.errno()})`,
       );
-    if (fd < 0) throw failed('socket', errno);
+    if (fd < 0) throw failed('socket', errno, undefined, subsystem);
     return fd;
   } finally {
     closeSync(home);
   }
 }
 
-/** A `NETLINK_NETFILTER` socket in one namespace. */
+/**
+ * Which netlink family a socket speaks, the name its errors start with, and whether its sends
+ * and receives run on the calling thread (for small answers the kernel builds in microseconds:
+ * a worker thread's round trip would cost more than the call; not for nf_tables batches). Such a
+ * receive never blocks the event loop: one with nothing queued fails (errno 11, EAGAIN).
+ */
+export interface SocketKind {
+  readonly protocol: number;
+  readonly subsystem: string;
+  readonly onCallingThread?: boolean;
+}
+
+const NFTABLES: SocketKind = { protocol: NETLINK_NETFILTER, subsystem: 'nf_tables' };
+
+/** A netlink socket in one namespace (`NETLINK_NETFILTER` unless asked otherwise). */
 export interface NetlinkSocket {
   /** Sends `out` (one or more messages) in one send; `what` names it in an error. */
   send(what: string, out: Buffer): Promise<void>;
@@ -144,10 +169,17 @@ export interface NetlinkSocket {
   close(): void;
 }
 
-/** Opens the socket in `netns` (a path; default this one), its receive timeout and buffer set. */
-export function openNetlinkSocket(netns: string | undefined): NetlinkSocket {
+/**
+ * Opens the socket in `netns` (a path; default this one), its receive timeout and buffer set;
+ * `kind` its netlink family (default NETLINK_NETFILTER, errors naming nf_tables).
+ */
+export function openNetlinkSocket(
+  netns: string | undefined,
+  kind: SocketKind = NFTABLES,
+): NetlinkSocket {
+  const { subsystem } = kind;
   const c = bound();
-  const fd = openSocket(c, netns);
+  const fd = openSocket(c, netns, kind);
   const inbox = Buffer.alloc(1 << 17);
   let closed = false;
   const option = (name: number, value: Buffer) =>
@@ -159,21 +191,30 @@ export function openNetlinkSocket(netns: string | undefined): NetlinkSocket {
     const rcvbuf = Buffer.alloc(4);
     rcvbuf.writeInt32LE(1 << 22);
     if (!option(SO_RCVTIMEO, timeout) || !option(SO_RCVBUFFORCE, rcvbuf))
-      throw failed('setsockopt', c.errno());
+      throw failed('setsockopt', c.errno(), undefined, subsystem);
   } catch (error) {
     c.close(fd);
     throw error;
   }
 
+  const here = kind.onCallingThread === true;
   return {
     async send(what, out) {
-      if ((await onWorker(c.send, fd, out, out.length, 0)) < 0) throw failed(what, undefined);
+      const sent = here
+        ? c.send(fd, out, out.length, 0)
+        : await onWorker(c.send, fd, out, out.length, 0);
+      if (sent < 0) throw failed(what, here ? c.errno() : undefined, undefined, subsystem);
     },
 
     async answers(what, visit) {
       for (;;) {
-        const n = await onWorker(c.recv, fd, inbox, inbox.length, 0);
-        if (n < 0) throw failed(`${what} (receive)`, undefined);
+        // On the calling thread never wait: the kernel queues a request's answer (and the next
+        // part of a dump) before send or the previous receive returns.
+        const n = here
+          ? c.recv(fd, inbox, inbox.length, MSG_DONTWAIT)
+          : await onWorker(c.recv, fd, inbox, inbox.length, 0);
+        if (n < 0)
+          throw failed(`${what} (receive)`, here ? c.errno() : undefined, undefined, subsystem);
         for (let at = 0; at + 16 <= n;) {
           const len = inbox.readUInt32LE(at);
           if (len < 16) break;
@@ -188,14 +229,16 @@ export function openNetlinkSocket(netns: string | undefined): NetlinkSocket {
     sendBuffer(bytes) {
       const size = Buffer.alloc(4);
       size.writeInt32LE(bytes);
-      if (!option(SO_SNDBUFFORCE, size)) throw failed('SO_SNDBUFFORCE', c.errno());
+      if (!option(SO_SNDBUFFORCE, size))
+        throw failed('SO_SNDBUFFORCE', c.errno(), undefined, subsystem);
     },
 
     close() {
       if (closed) return;
       closed = true;
+      if (here) c.close(fd);
       // The kernel takes a while to release the socket after a commit: not on this thread.
-      c.close.async(fd, () => undefined);
+      else c.close.async(fd, () => undefined);
     },
   };
 }

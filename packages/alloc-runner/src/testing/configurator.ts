@@ -3,6 +3,7 @@ import type {
   AllocAttachment,
   AllocNetworkSpec,
   AllocNetworkStatus,
+  CheckBatch,
   CleanupReport,
   CniConfigurator,
   HoldReport,
@@ -40,6 +41,8 @@ export interface ConfiguratorCall {
   readonly netns?: string;
   /** check/teardown: the attachment given (teardown: undefined for a sweep only). */
   readonly attachment?: AllocAttachment | undefined;
+  /** check: the batch it shared reads with, when given one (a restore's). */
+  readonly batch?: CheckBatch;
   /** findLeaks/reapLeaks: the known ids, sorted. */
   readonly known?: readonly string[];
   /** reapBatch: the batch's ids, as the fence let the reap take them. */
@@ -337,9 +340,19 @@ export function createRecordingConfigurator(): RecordingConfigurator {
       return { status, attachment };
     },
 
+    checkBatch() {
+      return { kind: 'check-batch' };
+    },
+
     async check(attachment, options) {
       await enter(
-        { method: 'check', allocId: attachment.allocId, netns: attachment.netns, attachment },
+        {
+          method: 'check',
+          allocId: attachment.allocId,
+          netns: attachment.netns,
+          attachment,
+          ...(options?.batch === undefined ? {} : { batch: options.batch }),
+        },
         options?.signal,
       );
       const list = listOf(attachment.allocId);

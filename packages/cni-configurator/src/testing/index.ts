@@ -143,3 +143,6 @@ export {
   sharedChains,
 } from './leaks.js';
 export type { LeakShape } from './leaks.js';
+
+export { healthyKernel } from './kernel.js';
+export type { FakeKernel } from './kernel.js';
