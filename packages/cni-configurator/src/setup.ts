@@ -28,6 +28,7 @@ import { createGates } from './gates.js';
 import { reclaimAdd } from './holds.js';
 import type { Reclaim } from './holds.js';
 import { createHostPreparer } from './host.js';
+import { nativeParts, sharedRulesOf } from './native-add.js';
 import { resolveNetwork } from './networks.js';
 import type { CatalogSnapshot } from './networks.js';
 import { portMappings } from './ports.js';
@@ -170,7 +171,8 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
       let added: { result: CniResult; attempts: number };
       try {
         added = await gates.run(gateKeys(facts, mappings.length > 0), async () => {
-          await prepareHost(facts, network === snapshot.defaultNetwork, call);
+          const shared = sharedRulesOf(nativeParts(network), facts.families, mappings.length > 0);
+          await prepareHost(facts, network === snapshot.defaultNetwork, call, shared);
           return addInRoom(ctx, requests.network, facts, attachment, call, reclaim);
         });
       } catch (error) {

@@ -7,7 +7,7 @@ import { createBatch, createIptables, formatRestoreInput } from '@allocnet/iptab
 import { createRecordingExec } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { networkFacts } from './facts.js';
-import { addPluginShapes, createFakeRuntime } from './testing/index.js';
+import { addPluginShapes, createFakeRuntime, recordingNode } from './testing/index.js';
 import { syntheticLeakSave, warmAllocId } from './warm.js';
 
 /** `-A` lines of iptables-save (or iptables-restore) text, by table. */
@@ -72,6 +72,7 @@ describe('warmReap', () => {
     const v4 = createRecordingExec();
     const v6 = createRecordingExec();
     const configurator = await createCniConfigurator({
+      node: recordingNode().node,
       runtime: createFakeRuntime(join(dir, 'cache')),
       iptables: {
         ipv4: createIptables({ exec: v4 }),

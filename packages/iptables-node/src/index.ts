@@ -7,6 +7,7 @@ export type {
   RuleHandles,
 } from './iptables.js';
 export { openNftLink } from './nft.js';
+export { deleteConntrackByDestinationPort } from './conntrack.js';
 export type { NftLink, NftOp } from './nft.js';
 export type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';

@@ -1,0 +1,222 @@
+// What a setup writes itself instead of the plugins (issue 30): the allocation's masquerade (bridge
+// or ptp with ipMasq), the firewall's accept rules (iptables backend) and portmap's chain and
+// jumps, in one iptables-restore per family (nat and filter, each table all or nothing), begun as
+// soon as the main plugin's result gives the addresses; then portmap's route_localnet sysctl and
+// its removal of stale UDP conntrack entries, through the node seam (node.ts). The plugins' ADD
+// runs loopback and the main plugin only (ipMasq false): the firewall and portmap do not run.
+//
+// Why: every iptables exec under nf_tables reads the whole ruleset, so each costs more the more
+// allocations the node holds. bridge wrote its masquerade with 9 execs per address, portmap its
+// rules with ~18 and the firewall with ~10 more (docs/cni.md): most of an ADD, and what made setup
+// 6.7× slower at 1,000 live allocations than at 50. What is written is what the plugins write,
+// rule for rule (`masqueradeOf` in marks.ts, native-rules.ts; the integration tests compare whole
+// rulesets with the plugins' own): per-allocation chains are declared (made, or emptied when they
+// exist, so that their rules are written once, as the plugins' unique appends do), then their
+// rules and the jumps to them. The rules every allocation shares (FORWARD's jump to CNI-FORWARD,
+// portmap's CNI-HOSTPORT-* rules and jumps) are made sure of by the host preparer (host.ts), once
+// per process, with the shared chains. Which plugins are written here is an allow-list
+// (`nativePlugins`): any option this code does not know runs that plugin itself.
+//
+// The CNI cache and the ADD intent keep the network as configured (ipMasq true, firewall and
+// portmap in the chain): a DEL from them, by allocnet or any other CNI runtime, removes what was
+// written here as the plugins would. A failed ADD's undo runs the reduced chain, so the setup
+// removes what it wrote itself (`unwrite`: native-del.ts, and the firewall's accepts).
+import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
+import { createBatch } from '@allocnet/iptables-node';
+import type { CallOptions, Family, IptablesBatch } from '@allocnet/iptables-node';
+import { familyOf } from './address.js';
+import type { ConfiguratorContext } from './context.js';
+import { messageOf } from './errors.js';
+import { firewallSpecs, masqueradeComment, masqueradeOf, specKey } from './marks.js';
+import { masqHandled, nativeDel } from './native-del.js';
+import {
+  dnatComment,
+  firewallSharedRules,
+  nativePlugins,
+  portmapAddresses,
+  portmapSharedRules,
+  portmapWrite,
+} from './native-rules.js';
+import type { NativeFirewall, NativePortmap, SharedRule } from './native-rules.js';
+import type { PortMapping } from './types.js';
+
+export interface NativeAdd {
+  /** The chain the plugins' ADD runs: without what is written here, the main plugin's ipMasq off. */
+  readonly network: NetworkConfig;
+  /** The main plugin's type: its result carries the addresses. */
+  readonly mainType: string;
+  /** Writes the allocation's rules for the result's addresses; all or nothing per family and table. */
+  write(result: CniResult, call: CallOptions): Promise<void>;
+  /** Removes what `write` wrote (after a failed ADD, whose undo runs the reduced chain). */
+  unwrite(result: CniResult, call: CallOptions): Promise<void>;
+}
+
+/** What a network's setup writes itself, from its config alone (the same for every allocation). */
+export interface NativeParts {
+  readonly masq: boolean;
+  readonly firewall?: NativeFirewall;
+  readonly portmap?: NativePortmap;
+}
+
+/** The main plugin's masquerade, the firewall and portmap, each when written here. */
+export function nativeParts(network: NetworkConfig): NativeParts {
+  const { firewall, portmap } = nativePlugins(network);
+  return {
+    masq: network.plugins.filter(masqHandled).length === 1,
+    ...(firewall === undefined ? {} : { firewall }),
+    ...(portmap === undefined ? {} : { portmap }),
+  };
+}
+
+/** The shared rules a setup written here needs made sure of first, per family. */
+export function sharedRulesOf(
+  parts: NativeParts,
+  families: readonly Family[],
+  hasPorts: boolean,
+): SharedRule[] {
+  return families.flatMap((family) => [
+    ...(parts.firewall === undefined ? [] : firewallSharedRules(family, parts.firewall.adminChain)),
+    ...(parts.portmap === undefined || !hasPorts ? [] : portmapSharedRules(family, parts.portmap)),
+  ]);
+}
+
+/** The port mappings the attachment gives portmap (cniAttachment puts them there). */
+function mappingsOf(attachment: Attachment): readonly PortMapping[] {
+  const found = attachment.capabilityArgs?.portMappings;
+  return Array.isArray(found) ? (found as PortMapping[]) : [];
+}
+
+/** The node-side interface portmap's route lookup finds: bridge's bridge, ptp's host veth. */
+function hostInterface(result: CniResult): string | undefined {
+  return result.interfaces.find((i) => (i.sandbox ?? '') === '')?.name;
+}
+
+export function nativeAdd(
+  ctx: ConfiguratorContext,
+  network: NetworkConfig,
+  attachment: Attachment,
+): NativeAdd | undefined {
+  const allocId = attachment.containerId;
+  const parts = nativeParts(network);
+  const masq = parts.masq && masqueradeComment(network.name, allocId) !== undefined;
+  const { firewall } = parts;
+  const portmap = dnatComment(network.name, allocId) === undefined ? undefined : parts.portmap;
+  const main = network.plugins.find((p) => p.type === 'bridge' || p.type === 'ptp');
+  if (main === undefined || (!masq && firewall === undefined && portmap === undefined))
+    return undefined;
+  const mappings = mappingsOf(attachment);
+  const plugins = network.plugins
+    .filter(
+      (p) =>
+        !(p.type === 'firewall' && firewall !== undefined) &&
+        !(p.type === 'portmap' && portmap !== undefined),
+    )
+    .map((p) => (masq && masqHandled(p) ? { ...p, raw: { ...p.raw, ipMasq: false } } : p));
+
+  /** Every family's batch, what was put in it once (the plugins' unique appends). */
+  function batches(result: CniResult): Map<Family, IptablesBatch> {
+    const out = new Map<Family, IptablesBatch>();
+    const written = new Set<string>();
+    const batchOf = (family: Family) => {
+      let batch = out.get(family);
+      if (batch === undefined) out.set(family, (batch = createBatch()));
+      return batch;
+    };
+    const add = (
+      family: Family,
+      table: 'nat' | 'filter',
+      chain: string,
+      spec: readonly string[],
+    ) => {
+      const key = `${family} ${table} ${chain} ${specKey(spec)}`;
+      if (written.has(key)) return;
+      written.add(key);
+      batchOf(family).append(table, chain, spec);
+    };
+    if (masq)
+      // In the plugin's order: per address, its ACCEPT, the MASQUERADE, its jump, each once.
+      for (const ip of result.ips) {
+        const m = masqueradeOf(network.name, allocId, ip.address);
+        if (m === undefined) continue;
+        if (!written.has(`${m.family} chain ${m.chain}`)) {
+          written.add(`${m.family} chain ${m.chain}`);
+          batchOf(m.family).declareChain('nat', m.chain);
+        }
+        for (const r of m.rules) add(m.family, 'nat', m.chain, r);
+        add(m.family, 'nat', 'POSTROUTING', m.jump);
+      }
+    if (firewall !== undefined)
+      for (const ip of result.ips) {
+        const [host = ''] = ip.address.split('/');
+        const family = familyOf(host);
+        if (family === undefined) continue;
+        for (const spec of firewallSpecs(host, family)) add(family, 'filter', 'CNI-FORWARD', spec);
+      }
+    if (portmap !== undefined && mappings.length > 0)
+      for (const [family, address] of portmapAddresses(result, attachment.ifName)) {
+        const w = portmapWrite(network.name, allocId, mappings, address, portmap);
+        batchOf(family).declareChain('nat', w.chain);
+        for (const r of w.rules) add(family, 'nat', w.chain, r);
+        for (const e of w.entries) add(family, 'nat', 'CNI-HOSTPORT-DNAT', e);
+      }
+    return out;
+  }
+
+  /** portmap's side effects besides iptables, after its rules, as the plugin orders them. */
+  async function portmapHost(result: CniResult, call: CallOptions): Promise<void> {
+    if (portmap === undefined || mappings.length === 0) return;
+    const addresses = portmapAddresses(result, attachment.ifName);
+    const hostIf = hostInterface(result);
+    if (portmap.snat && addresses.has('ipv4') && hostIf !== undefined)
+      await ctx.node.setSysctl(`net/ipv4/conf/${hostIf}/route_localnet`, '1', call);
+    const udp = mappings.filter((m) => m.protocol === 'udp').map((m) => m.hostPort);
+    if (udp.length === 0) return;
+    for (const family of addresses.keys()) {
+      try {
+        await ctx.node.forgetUdpFlows(family, udp, call);
+      } catch (error) {
+        // The plugin logs this and goes on: stale entries only delay the new rules' effect.
+        ctx.logger.warn('deleting stale UDP conntrack entries failed', {
+          allocId,
+          family,
+          error: messageOf(error),
+        });
+      }
+    }
+  }
+
+  return {
+    network: { ...network, plugins },
+    mainType: main.type,
+    async write(result, call) {
+      await Promise.all(
+        [...batches(result)].map(([family, batch]) =>
+          ctx.iptables[family].restore(batch, { ...call, perTable: true }),
+        ),
+      );
+      await portmapHost(result, call);
+    },
+    async unwrite(result, call) {
+      const addresses = result.ips.map((ip) => ip.address.split('/')[0] ?? '');
+      await nativeDel(ctx, network, { allocId, addresses })?.remove(call);
+      if (firewall === undefined) return;
+      await Promise.all(
+        [...new Set(addresses.map(familyOf))].map(async (family) => {
+          if (family === undefined) return;
+          const wanted = new Set(
+            addresses
+              .filter((a) => familyOf(a) === family)
+              .flatMap((a) => firewallSpecs(a, family).map(specKey)),
+          );
+          const batch = createBatch();
+          for (const rule of await ctx.iptables[family].listRules('filter', 'CNI-FORWARD', call)) {
+            const key = specKey(rule.spec);
+            if (!wanted.delete(key)) continue;
+            batch.deleteRule(rule);
+          }
+          if (batch.size > 0) await ctx.iptables[family].restore(batch, call);
+        }),
+      );
+    },
+  };
+}
