@@ -91,6 +91,61 @@ function hostInterface(result: CniResult): string | undefined {
   return result.interfaces.find((i) => (i.sandbox ?? '') === '')?.name;
 }
 
+/** What one allocation's write holds: which parts, for which network, id, interface and ports. */
+interface WriteOf {
+  readonly network: string;
+  readonly allocId: string;
+  readonly ifName: string;
+  readonly masq: boolean;
+  readonly firewall: NativeFirewall | undefined;
+  readonly portmap: NativePortmap | undefined;
+  readonly mappings: readonly PortMapping[];
+}
+
+/** Every family's batch for `result`, each rule put in once (the plugins' unique appends). */
+function batches(w: WriteOf, result: CniResult): Map<Family, IptablesBatch> {
+  const out = new Map<Family, IptablesBatch>();
+  const written = new Set<string>();
+  const batchOf = (family: Family) => {
+    let batch = out.get(family);
+    if (batch === undefined) out.set(family, (batch = createBatch()));
+    return batch;
+  };
+  const add = (family: Family, table: 'nat' | 'filter', chain: string, spec: readonly string[]) => {
+    const key = `${family} ${table} ${chain} ${specKey(spec)}`;
+    if (written.has(key)) return;
+    written.add(key);
+    batchOf(family).append(table, chain, spec);
+  };
+  if (w.masq)
+    // In the plugin's order: per address, its ACCEPT, the MASQUERADE, its jump, each once.
+    for (const ip of result.ips) {
+      const m = masqueradeOf(w.network, w.allocId, ip.address);
+      if (m === undefined) continue;
+      if (!written.has(`${m.family} chain ${m.chain}`)) {
+        written.add(`${m.family} chain ${m.chain}`);
+        batchOf(m.family).declareChain('nat', m.chain);
+      }
+      for (const r of m.rules) add(m.family, 'nat', m.chain, r);
+      add(m.family, 'nat', 'POSTROUTING', m.jump);
+    }
+  if (w.firewall !== undefined)
+    for (const ip of result.ips) {
+      const [host = ''] = ip.address.split('/');
+      const family = familyOf(host);
+      if (family === undefined) continue;
+      for (const spec of firewallSpecs(host, family)) add(family, 'filter', 'CNI-FORWARD', spec);
+    }
+  if (w.portmap !== undefined && w.mappings.length > 0)
+    for (const [family, address] of portmapAddresses(result, w.ifName)) {
+      const p = portmapWrite(w.network, w.allocId, w.mappings, address, w.portmap);
+      batchOf(family).declareChain('nat', p.chain);
+      for (const r of p.rules) add(family, 'nat', p.chain, r);
+      for (const e of p.entries) add(family, 'nat', 'CNI-HOSTPORT-DNAT', e);
+    }
+  return out;
+}
+
 export function nativeAdd(
   ctx: ConfiguratorContext,
   network: NetworkConfig,
@@ -105,6 +160,15 @@ export function nativeAdd(
   if (main === undefined || (!masq && firewall === undefined && portmap === undefined))
     return undefined;
   const mappings = mappingsOf(attachment);
+  const what: WriteOf = {
+    network: network.name,
+    allocId,
+    ifName: attachment.ifName,
+    masq,
+    firewall,
+    portmap,
+    mappings,
+  };
   const plugins = network.plugins
     .filter(
       (p) =>
@@ -112,55 +176,6 @@ export function nativeAdd(
         !(p.type === 'portmap' && portmap !== undefined),
     )
     .map((p) => (masq && masqHandled(p) ? { ...p, raw: { ...p.raw, ipMasq: false } } : p));
-
-  /** Every family's batch, what was put in it once (the plugins' unique appends). */
-  function batches(result: CniResult): Map<Family, IptablesBatch> {
-    const out = new Map<Family, IptablesBatch>();
-    const written = new Set<string>();
-    const batchOf = (family: Family) => {
-      let batch = out.get(family);
-      if (batch === undefined) out.set(family, (batch = createBatch()));
-      return batch;
-    };
-    const add = (
-      family: Family,
-      table: 'nat' | 'filter',
-      chain: string,
-      spec: readonly string[],
-    ) => {
-      const key = `${family} ${table} ${chain} ${specKey(spec)}`;
-      if (written.has(key)) return;
-      written.add(key);
-      batchOf(family).append(table, chain, spec);
-    };
-    if (masq)
-      // In the plugin's order: per address, its ACCEPT, the MASQUERADE, its jump, each once.
-      for (const ip of result.ips) {
-        const m = masqueradeOf(network.name, allocId, ip.address);
-        if (m === undefined) continue;
-        if (!written.has(`${m.family} chain ${m.chain}`)) {
-          written.add(`${m.family} chain ${m.chain}`);
-          batchOf(m.family).declareChain('nat', m.chain);
-        }
-        for (const r of m.rules) add(m.family, 'nat', m.chain, r);
-        add(m.family, 'nat', 'POSTROUTING', m.jump);
-      }
-    if (firewall !== undefined)
-      for (const ip of result.ips) {
-        const [host = ''] = ip.address.split('/');
-        const family = familyOf(host);
-        if (family === undefined) continue;
-        for (const spec of firewallSpecs(host, family)) add(family, 'filter', 'CNI-FORWARD', spec);
-      }
-    if (portmap !== undefined && mappings.length > 0)
-      for (const [family, address] of portmapAddresses(result, attachment.ifName)) {
-        const w = portmapWrite(network.name, allocId, mappings, address, portmap);
-        batchOf(family).declareChain('nat', w.chain);
-        for (const r of w.rules) add(family, 'nat', w.chain, r);
-        for (const e of w.entries) add(family, 'nat', 'CNI-HOSTPORT-DNAT', e);
-      }
-    return out;
-  }
 
   /** portmap's side effects besides iptables, after its rules, as the plugin orders them. */
   async function portmapHost(result: CniResult, call: CallOptions): Promise<void> {
@@ -190,7 +205,7 @@ export function nativeAdd(
     mainType: main.type,
     async write(result, call) {
       await Promise.all(
-        [...batches(result)].map(([family, batch]) =>
+        [...batches(what, result)].map(([family, batch]) =>
           ctx.iptables[family].restore(batch, { ...call, perTable: true }),
         ),
       );
