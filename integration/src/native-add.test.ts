@@ -9,7 +9,11 @@ import { join } from 'node:path';
 import { createCniRuntime, createNodePluginExec, parseNetworkConfig } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
 import { createCniConfigurator } from '@allocnet/cni-configurator';
-import type { AllocNetworkSpec, CniConfigurator } from '@allocnet/cni-configurator';
+import type {
+  AllocAttachment,
+  AllocNetworkSpec,
+  CniConfigurator,
+} from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
@@ -17,6 +21,7 @@ import type { NetnsLab, TestNetns } from '@allocnet/testns';
 const PLUGIN_DIR = '/usr/lib/cni';
 const BRIDGE = 'natbr0';
 const ALLOC_ID = '00000000-0000-4000-8000-00000000a030';
+const SECOND_ID = '00000000-0000-4000-8000-00000000a031';
 
 let lab: NetnsLab;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -102,6 +107,55 @@ async function sysctls(node: TestNetns): Promise<string[]> {
   );
 }
 
+/** The plugins' own ADD of an allocation allocnet set up with `attachment` (same args and ports). */
+function pluginsCni(
+  attachment: Pick<AllocAttachment, 'args' | 'portMappings'>,
+  containerId: string,
+  netns: string,
+) {
+  return {
+    containerId,
+    netns,
+    ifName: 'eth0',
+    args: attachment.args,
+    capabilityArgs: { portMappings: attachment.portMappings },
+  };
+}
+
+/** Removes CNI-FORWARD and CNI-HOSTPORT-DNAT, with the jumps to them, in both families. */
+async function dropSharedChains(node: TestNetns): Promise<void> {
+  for (const ipt of ['iptables', 'ip6tables']) {
+    const run = (...args: string[]) => node.exec([ipt, ...args]);
+    await run(
+      '-D',
+      'FORWARD',
+      '-m',
+      'comment',
+      '--comment',
+      'CNI firewall plugin rules',
+      '-j',
+      'CNI-FORWARD',
+    );
+    await run('-F', 'CNI-FORWARD');
+    await run('-X', 'CNI-FORWARD');
+    for (const chain of ['PREROUTING', 'OUTPUT'])
+      await run(
+        '-t',
+        'nat',
+        '-D',
+        chain,
+        '-m',
+        'addrtype',
+        '--dst-type',
+        'LOCAL',
+        '-j',
+        'CNI-HOSTPORT-DNAT',
+      );
+    await run('-t', 'nat', '-F', 'CNI-HOSTPORT-DNAT');
+    await run('-t', 'nat', '-X', 'CNI-HOSTPORT-DNAT');
+  }
+}
+
 const spec: AllocNetworkSpec = {
   allocId: ALLOC_ID,
   namespace: 'default',
@@ -141,13 +195,7 @@ describe('the native ADD of the firewall and portmap', () => {
       );
       const plain = runtimeOn(byPlugins);
       const ctr2 = await lab.container();
-      const cni = {
-        containerId: ALLOC_ID,
-        netns: ctr2.path,
-        ifName: 'eth0',
-        args: attachment.args,
-        capabilityArgs: { portMappings: attachment.portMappings },
-      };
+      const cni = pluginsCni(attachment, ALLOC_ID, ctr2.path);
       await plain.add(network, cni);
 
       const ruleset = await byPlugins.ruleset();
@@ -187,6 +235,50 @@ describe('the native ADD of the firewall and portmap', () => {
       expect(await byAllocnet.ruleset()).toEqual(baseline);
     },
   );
+
+  it("makes shared chains removed since the first setup again, and the ruleset is the plugins' again", async () => {
+    const [byPlugins, byAllocnet] = await Promise.all([lab.node('plug'), lab.node('heal')]);
+    const c = await configuratorOn(byAllocnet, {});
+    const network = parseNetworkConfig(conflist(join(tmp.path, 'ipam-plugins'), {}), 'plugins');
+    const plain = runtimeOn(byPlugins);
+    const second = { ...spec, allocId: SECOND_ID };
+    const { attachment } = await c.setup(spec, (await lab.container()).path);
+    await plain.add(network, pluginsCni(attachment, ALLOC_ID, (await lab.container()).path));
+    // Someone removes the firewall's and portmap's shared chains in both nodes.
+    await Promise.all([dropSharedChains(byPlugins), dropSharedChains(byAllocnet)]);
+    const again = await c.setup(second, (await lab.container()).path);
+    await plain.add(network, pluginsCni(again.attachment, SECOND_ID, (await lab.container()).path));
+    expect(await byAllocnet.ruleset()).toContain('-j CNI-HOSTPORT-DNAT');
+    expect(await byAllocnet.ruleset()).toEqual(await byPlugins.ruleset());
+    expect(await c.check(again.attachment)).toEqual({ ran: true });
+  });
+
+  it("deletes the node's UDP conntrack entries to a mapped host port, and no others", async () => {
+    const node = await lab.node('ct');
+    const client = await lab.client(node);
+    const c = await configuratorOn(node, {});
+    const first = await c.setup(spec, (await lab.container()).path);
+    // A flow through the mapped port 5353 (DNATed to the first allocation), one to 5354.
+    for (const port of [5353, 5354])
+      await client.netns.exec([
+        'bash',
+        '-c',
+        `echo stale > /dev/udp/${client.nodeAddress}/${port}`,
+      ]);
+    const flows = async () =>
+      (await node.exec(['cat', '/proc/net/nf_conntrack'])).stdout
+        .split('\n')
+        .filter((l) => / udp /.test(l) && l.includes(`src=${client.address} `))
+        .map((l) => /dport=(\d+)/.exec(l)?.[1])
+        .sort();
+    expect(await flows()).toEqual(['5353', '5354']);
+    await c.teardown(ALLOC_ID, first.attachment);
+    expect(await flows()).toEqual(['5353', '5354']);
+    // A new allocation on the same host port: the stale entry would keep sending it to the old one.
+    const second = await c.setup({ ...spec, allocId: SECOND_ID }, (await lab.container()).path);
+    expect(await flows()).toEqual(['5354']);
+    await c.teardown(SECOND_ID, second.attachment);
+  });
 
   it('runs portmap itself for an option it does not know (conditionsV4)', async () => {
     const node = await lab.node('fallback');

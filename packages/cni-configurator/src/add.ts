@@ -10,7 +10,7 @@ import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, isConfiguratorError, messageOf } from './errors.js';
 import { nativeAdd } from './native-add.js';
-import type { NativeAdd } from './native-add.js';
+import type { Heal, NativeAdd } from './native-add.js';
 
 type Call = { signal?: AbortSignal };
 
@@ -168,9 +168,11 @@ export async function addWithRetry(
   network: NetworkConfig,
   attachment: Attachment,
   call: Call,
+  /** Makes missing shared chains and rules again when a write finds one gone (native-add.ts). */
+  heal?: Heal,
 ): Promise<{ result: CniResult; attempts: number }> {
   // Written beside the chain (native-add.ts) once the main plugin answered.
-  const native = nativeAdd(ctx, network, attachment);
+  const native = nativeAdd(ctx, network, attachment, heal);
   let attempts = 0;
   let first: unknown;
   try {

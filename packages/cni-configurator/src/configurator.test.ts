@@ -230,18 +230,59 @@ describe('setup', () => {
   it('undoes the ADD and fails for good when its rules cannot be written', async () => {
     await make();
     await configurator.setup(spec, '/run/netns/a1');
-    v4.reply(exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed'));
+    // The write fails; a fresh look finds every shared chain and rule there: nothing to heal.
+    v4.reply(exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed'), ok(hostState()));
+    const from = v4.calls.length;
     const failed = await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2').then(
       () => undefined,
       (error: unknown) => error,
     );
     expect(failed).toMatchObject({ code: 'setup-failed', attempts: 1 });
+    // The failed write, then the fresh look (the undo's reads come after).
+    expect(v4.calls.slice(from, from + 2).map((c) => c.argv.join(' '))).toEqual([
+      'iptables-restore --noflush --wait',
+      'iptables-save',
+    ]);
     expect(runtime.calls.slice(1).map((c) => [c.verb, c.plugins.length])).toEqual([
       ['ADD', 2],
       // The whole chain as configured, so bridge, the firewall and portmap remove whatever there may be.
       ['DEL', 4],
     ]);
     expect(runtime.calls[2]?.plugins[1]).toMatchObject({ type: 'bridge', ipMasq: true });
+  });
+
+  it('makes a shared chain removed since the first setup again and writes the rest once more', async () => {
+    await make();
+    await configurator.setup(spec, '/run/netns/a1');
+    const gone = hostState()
+      .split('\n')
+      .filter((l) => !l.includes('CNI-FORWARD'))
+      .join('\n');
+    v4.reply(exit(4, 'iptables-restore v1.8.9 (nf_tables): line 12 failed'), ok(gone));
+    const from = v4.calls.length;
+    const { status } = await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2');
+    expect(status.attempts).toBe(1);
+    const calls = v4.calls.slice(from);
+    expect(calls.map((c) => c.argv.join(' '))).toEqual([
+      'iptables-restore --noflush --wait',
+      'iptables-save',
+      'iptables-restore --noflush --wait',
+      // What the chains hold now (the fake: every chain there, empty), then the write once more.
+      ...calls.slice(3, -1).map((c) => c.argv.join(' ')),
+      'iptables-restore --noflush --wait',
+    ]);
+    expect(calls[2]?.input).toBe(
+      [
+        '*filter',
+        '-N CNI-FORWARD',
+        '-I FORWARD 1 -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+        '-I CNI-FORWARD 1 -m comment --comment "CNI firewall plugin admin overrides" -j NOMAD-ADMIN',
+        'COMMIT',
+        '',
+      ].join('\n'),
+    );
+    expect(calls.slice(3, -1).every((c) => c.argv.includes('-S'))).toBe(true);
+    expect(calls.at(-1)?.input).toBe(calls[0]?.input?.replace(/^:(\S+) - \[0:0\]\n/gm, ''));
   });
 
   it('retries ADD three times, 1 s + 0–999 ms apart with a DEL between, and counts the attempts', async () => {
@@ -643,6 +684,13 @@ const noChain = exit(1, 'iptables: No chain/target/match by that name.');
 const busy = exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed');
 
 /** iptables-save output holding exactly what the plugins leave for these allocations. */
+/** iptables-save of what the first setup's host preparer made (`v4.calls[3]`, asserted above). */
+function hostState(): string {
+  return (v4.calls[3]?.input ?? '')
+    .replace(/^-N (\S+)$/gm, ':$1 - [0:0]')
+    .replace(/^-I (\S+) 1 /gm, '-A $1 ');
+}
+
 function saved(...allocs: Omit<PluginShapes, 'network'>[]): string {
   const batch = createBatch();
   for (const a of allocs) addPluginShapes(batch, { network: 'nomad', ...a });

@@ -143,12 +143,15 @@ export type PrepareHost = (
   call: { signal?: AbortSignal },
   /** The shared rules of the plugins the setup writes itself (native-add.ts `sharedRulesOf`). */
   shared?: readonly SharedRule[],
-) => Promise<void>;
+  /** Look again, whatever this process made sure of before (a write found something gone). */
+  fresh?: boolean,
+) => Promise<boolean>;
 
 /**
  * The shared chains (and, for the default network, the admin rules) a setup needs, made sure of
  * once per process: `prepared` holds what this process has made sure of, by
- * `family:table:chain`. It is read and written without a lock (setup.ts says when two setups
+ * `family:table:chain`; `fresh` looks again (native-add.ts, when a write finds one gone).
+ * Resolves whether it made anything. It is read and written without a lock (setup.ts says when two setups
  * prepare at once; `ensureHostState` tolerates the lost race).
  */
 export function createHostPreparer(
@@ -159,19 +162,18 @@ export function createHostPreparer(
   const chainKey = (c: SharedChain) => `${c.family}:${c.table}:${c.chain}`;
   const ruleKey = (r: SharedRule) => `${r.family}:rule:${r.table}:${r.chain}:${specKey(r.spec)}`;
 
-  return async (facts, isDefault, call, shared = []) => {
-    const chains = sharedChains(facts).filter((c) => !prepared.has(chainKey(c)));
+  return async (facts, isDefault, call, shared = [], fresh = false) => {
+    const known = (key: string) => !fresh && prepared.has(key);
+    const chains = sharedChains(facts).filter((c) => !known(chainKey(c)));
     const rules = [...(isDefault ? adminRules(settings) : []), ...shared].filter(
-      (r) => !prepared.has(ruleKey(r)),
+      (r) => !known(ruleKey(r)),
     );
     if (isDefault)
       for (const r of adminRules(settings))
-        if (
-          !prepared.has(ruleKey(r)) &&
-          !chains.some((c) => c.family === r.family && c.chain === r.chain)
-        )
+        if (!known(ruleKey(r)) && !chains.some((c) => c.family === r.family && c.chain === r.chain))
           chains.push({ family: r.family, table: 'filter', chain: r.chain });
     const families = [...new Set([...chains.map((c) => c.family), ...rules.map((r) => r.family)])];
+    let madeAny = false;
     await Promise.all(
       families.map(async (family) => {
         const made = await ensureHostState(
@@ -181,6 +183,7 @@ export function createHostPreparer(
           logger,
           call,
         );
+        if (made.chains.length > 0 || made.rules.length > 0) madeAny = true;
         if (made.chains.length > 0 || made.rules.length > 0)
           logger.debug('host prerequisites created', {
             family,
@@ -191,5 +194,6 @@ export function createHostPreparer(
     );
     chains.forEach((c) => prepared.add(chainKey(c)));
     rules.forEach((r) => prepared.add(ruleKey(r)));
+    return madeAny;
   };
 }

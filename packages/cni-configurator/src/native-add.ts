@@ -22,7 +22,7 @@
 // written here as the plugins would. A failed ADD's undo runs the reduced chain, so the setup
 // removes what it wrote itself (`unwrite`: native-del.ts, and the firewall's accepts).
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
-import { createBatch } from '@allocnet/iptables-node';
+import { createBatch, isIptablesError } from '@allocnet/iptables-node';
 import type { CallOptions, Family, IptablesBatch } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import type { ConfiguratorContext } from './context.js';
@@ -36,6 +36,7 @@ import {
   portmapAddresses,
   portmapSharedRules,
   portmapWrite,
+  HOSTPORT,
 } from './native-rules.js';
 import type { NativeFirewall, NativePortmap, SharedRule } from './native-rules.js';
 import type { PortMapping } from './types.js';
@@ -102,54 +103,105 @@ interface WriteOf {
   readonly mappings: readonly PortMapping[];
 }
 
-/** Every family's batch for `result`, each rule put in once (the plugins' unique appends). */
-function batches(w: WriteOf, result: CniResult): Map<Family, IptablesBatch> {
-  const out = new Map<Family, IptablesBatch>();
-  const written = new Set<string>();
-  const batchOf = (family: Family) => {
-    let batch = out.get(family);
-    if (batch === undefined) out.set(family, (batch = createBatch()));
-    return batch;
-  };
-  const add = (family: Family, table: 'nat' | 'filter', chain: string, spec: readonly string[]) => {
-    const key = `${family} ${table} ${chain} ${specKey(spec)}`;
-    if (written.has(key)) return;
-    written.add(key);
-    batchOf(family).append(table, chain, spec);
+/** One line of a write: a per-allocation chain declared (no `spec`), or a rule appended. */
+interface Line {
+  readonly family: Family;
+  readonly table: 'nat' | 'filter';
+  readonly chain: string;
+  readonly spec?: readonly string[];
+}
+
+const chainKey = (l: Line) => `${l.family} ${l.table} ${l.chain}`;
+const lineKey = (l: Line) => `${chainKey(l)} ${l.spec === undefined ? '' : specKey(l.spec)}`;
+
+/** What `result`'s write holds, in the plugins' order, each chain and rule once (their unique appends). */
+function linesOf(w: WriteOf, result: CniResult): Line[] {
+  const lines = new Map<string, Line>();
+  const add = (line: Line) => {
+    if (!lines.has(lineKey(line))) lines.set(lineKey(line), line);
   };
   if (w.masq)
     // In the plugin's order: per address, its ACCEPT, the MASQUERADE, its jump, each once.
     for (const ip of result.ips) {
       const m = masqueradeOf(w.network, w.allocId, ip.address);
       if (m === undefined) continue;
-      if (!written.has(`${m.family} chain ${m.chain}`)) {
-        written.add(`${m.family} chain ${m.chain}`);
-        batchOf(m.family).declareChain('nat', m.chain);
-      }
-      for (const r of m.rules) add(m.family, 'nat', m.chain, r);
-      add(m.family, 'nat', 'POSTROUTING', m.jump);
+      add({ family: m.family, table: 'nat', chain: m.chain });
+      for (const spec of m.rules) add({ family: m.family, table: 'nat', chain: m.chain, spec });
+      add({ family: m.family, table: 'nat', chain: 'POSTROUTING', spec: m.jump });
     }
   if (w.firewall !== undefined)
     for (const ip of result.ips) {
       const [host = ''] = ip.address.split('/');
       const family = familyOf(host);
       if (family === undefined) continue;
-      for (const spec of firewallSpecs(host, family)) add(family, 'filter', 'CNI-FORWARD', spec);
+      for (const spec of firewallSpecs(host, family))
+        add({ family, table: 'filter', chain: 'CNI-FORWARD', spec });
     }
   if (w.portmap !== undefined && w.mappings.length > 0)
     for (const [family, address] of portmapAddresses(result, w.ifName)) {
       const p = portmapWrite(w.network, w.allocId, w.mappings, address, w.portmap);
-      batchOf(family).declareChain('nat', p.chain);
-      for (const r of p.rules) add(family, 'nat', p.chain, r);
-      for (const e of p.entries) add(family, 'nat', 'CNI-HOSTPORT-DNAT', e);
+      add({ family, table: 'nat', chain: p.chain });
+      for (const spec of p.rules) add({ family, table: 'nat', chain: p.chain, spec });
+      for (const spec of p.entries) add({ family, table: 'nat', chain: HOSTPORT.dnat, spec });
     }
+  return [...lines.values()];
+}
+
+/**
+ * Every family's batch of `lines`. Without `present`, a per-allocation chain is declared (made,
+ * or emptied when it exists) and every rule appended; with it (what the chains hold, by
+ * `lineKey`), a chain that exists is kept and a rule already in its chain is not written again.
+ */
+function batchesOf(
+  lines: readonly Line[],
+  present?: ReadonlySet<string>,
+): Map<Family, IptablesBatch> {
+  const out = new Map<Family, IptablesBatch>();
+  for (const line of lines) {
+    if (present?.has(lineKey(line)) === true) continue;
+    let batch = out.get(line.family);
+    if (batch === undefined) out.set(line.family, (batch = createBatch()));
+    if (line.spec === undefined) batch.declareChain(line.table, line.chain);
+    else batch.append(line.table, line.chain, line.spec);
+  }
   return out;
 }
+
+/** What the chains `lines` write to hold now, as `lineKey`s (a chain that exists as itself). */
+async function presentOf(
+  ctx: ConfiguratorContext,
+  lines: readonly Line[],
+  call: CallOptions,
+): Promise<Set<string>> {
+  const chains = new Map(lines.map((l) => [chainKey(l), l] as const));
+  const present = new Set<string>();
+  await Promise.all(
+    [...chains.values()].map(async ({ family, table, chain }) => {
+      let rules;
+      try {
+        rules = await ctx.iptables[family].listRules(table, chain, call);
+      } catch (error) {
+        if (isIptablesError(error) && error.code === 'not-found') return;
+        throw error;
+      }
+      present.add(lineKey({ family, table, chain }));
+      for (const r of rules) present.add(lineKey({ family, table, chain, spec: r.spec }));
+    }),
+  );
+  return present;
+}
+
+/**
+ * Makes the shared chains and rules a write needs again when something removed them since the
+ * host preparer made sure of them; true when it made anything.
+ */
+export type Heal = (call: CallOptions) => Promise<boolean>;
 
 export function nativeAdd(
   ctx: ConfiguratorContext,
   network: NetworkConfig,
   attachment: Attachment,
+  heal?: Heal,
 ): NativeAdd | undefined {
   const allocId = attachment.containerId;
   const parts = nativeParts(network);
@@ -204,11 +256,29 @@ export function nativeAdd(
     network: { ...network, plugins },
     mainType: main.type,
     async write(result, call) {
-      await Promise.all(
-        [...batches(what, result)].map(([family, batch]) =>
-          ctx.iptables[family].restore(batch, { ...call, perTable: true }),
-        ),
-      );
+      const lines = linesOf(what, result);
+      // Both families to their end before anything else looks at the ruleset.
+      const restore = async (present?: ReadonlySet<string>) => {
+        const ends = await Promise.allSettled(
+          [...batchesOf(lines, present)].map(([family, batch]) =>
+            ctx.iptables[family].restore(batch, { ...call, perTable: true }),
+          ),
+        );
+        for (const end of ends) if (end.status === 'rejected') throw end.reason;
+      };
+      try {
+        await restore();
+      } catch (error) {
+        // A shared chain or rule removed since the host preparer made it (by an operator, a
+        // firewall reload) fails the restore: made again, the rest of the write (a table that
+        // committed stays) goes once more, as the plugins would have made them anyway.
+        if (heal === undefined || call.signal?.aborted === true || !(await heal(call))) throw error;
+        ctx.logger.warn('a shared chain or rule was gone; made it again and writing once more', {
+          allocId,
+          error: messageOf(error),
+        });
+        await restore(await presentOf(ctx, lines, call));
+      }
       await portmapHost(result, call);
     },
     async unwrite(result, call) {
