@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniRuntime, createNodePluginExec, parseNetworkConfig } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
-import { createCniConfigurator } from '@allocnet/cni-configurator';
+import { allocChains, createCniConfigurator } from '@allocnet/cni-configurator';
 import type {
   AllocAttachment,
   AllocNetworkSpec,
@@ -156,6 +156,27 @@ async function dropSharedChains(node: TestNetns): Promise<void> {
   }
 }
 
+/**
+ * Copies every other rule that names one of `renames`' first strings, renamed, in both families,
+ * with `chains` declared in nat (made: they are the second allocation's own).
+ */
+async function seed(node: TestNetns, renames: [string, string][], chains: string[]) {
+  for (const [save, restore] of [
+    ['iptables-save', 'iptables-restore'],
+    ['ip6tables-save', 'ip6tables-restore'],
+  ] as const) {
+    let n = 0;
+    const lines: string[] = [];
+    for (const line of (await node.exec([save])).stdout.split('\n')) {
+      if (line.startsWith('*') || line === 'COMMIT') lines.push(line);
+      if (line === '*nat') lines.push(...chains.map((c) => `:${c} - [0:0]`));
+      if (line.startsWith('-A ') && renames.some(([from]) => line.includes(from)) && n++ % 2 === 0)
+        lines.push(renames.reduce((l, [from, to]) => l.replaceAll(from, to), line));
+    }
+    await node.exec([restore, '--noflush'], { input: `${lines.join('\n')}\n` });
+  }
+}
+
 const spec: AllocNetworkSpec = {
   allocId: ALLOC_ID,
   namespace: 'default',
@@ -251,6 +272,39 @@ describe('the native ADD of the firewall and portmap', () => {
     expect(await byAllocnet.ruleset()).toContain('-j CNI-HOSTPORT-DNAT');
     expect(await byAllocnet.ruleset()).toEqual(await byPlugins.ruleset());
     expect(await c.check(again.attachment)).toEqual({ ran: true });
+  });
+
+  it('writes only what is not there yet and keeps a chain of the allocation that exists, as the plugins do', async () => {
+    const [byPlugins, byAllocnet] = await Promise.all([lab.node('plug'), lab.node('uniq')]);
+    const c = await configuratorOn(byAllocnet, {});
+    const network = parseNetworkConfig(conflist(join(tmp.path, 'ipam-plugins'), {}), 'plugins');
+    const plain = runtimeOn(byPlugins);
+    const { attachment } = await c.setup(spec, (await lab.container()).path);
+    await plain.add(network, pluginsCni(attachment, ALLOC_ID, (await lab.container()).path));
+    // Left in both nodes as if by an earlier holder: half the second allocation's rules, and
+    // its chains (the second gets the next addresses).
+    const [a, b] = [allocChains('natnet', ALLOC_ID), allocChains('natnet', SECOND_ID)];
+    const renames: [string, string][] = [
+      [ALLOC_ID, SECOND_ID],
+      [a.dnat, b.dnat],
+      [a.masq, b.masq],
+      ['10.77.0.2/', '10.77.0.3/'],
+      ['10.77.0.2:', '10.77.0.3:'],
+      ['fd00:77::2/', 'fd00:77::3/'],
+      ['[fd00:77::2]', '[fd00:77::3]'],
+    ];
+    await Promise.all([byPlugins, byAllocnet].map((n) => seed(n, renames, [b.dnat, b.masq])));
+    const seeded = await byPlugins.ruleset();
+    expect(seeded).toContain(`-A CNI-FORWARD -d 10.77.0.3/32`);
+    expect(await byAllocnet.ruleset()).toEqual(seeded);
+    const second = await c.setup({ ...spec, allocId: SECOND_ID }, (await lab.container()).path);
+    expect(second.status.address).toBe('10.77.0.3');
+    await plain.add(
+      network,
+      pluginsCni(second.attachment, SECOND_ID, (await lab.container()).path),
+    );
+    expect(await byAllocnet.ruleset()).toEqual(await byPlugins.ruleset());
+    expect(await c.check(second.attachment)).toEqual({ ran: true });
   });
 
   it("deletes the node's UDP conntrack entries to a mapped host port, and no others", async () => {

@@ -60,8 +60,8 @@ async function make(extra: Partial<CniConfiguratorOptions> = {}, randoms = [0.25
     node: node.node,
     runtime,
     iptables: {
-      ipv4: createIptables({ exec: v4 }),
-      ipv6: createIptables({ family: 'ipv6', exec: v6 }),
+      ipv4: createIptables({ exec: v4, nft: false }),
+      ipv6: createIptables({ family: 'ipv6', exec: v6, nft: false }),
     },
     defaultNetwork: { ipamDataDir: join(dir, 'ipam') },
     random: () => randoms.shift() ?? 0,

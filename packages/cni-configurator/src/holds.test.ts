@@ -28,8 +28,8 @@ beforeEach(async () => {
     node: recordingNode().node,
     runtime,
     iptables: {
-      ipv4: createIptables({ exec: createRecordingExec() }),
-      ipv6: createIptables({ family: 'ipv6', exec: createRecordingExec() }),
+      ipv4: createIptables({ exec: createRecordingExec(), nft: false }),
+      ipv6: createIptables({ family: 'ipv6', exec: createRecordingExec(), nft: false }),
     },
     defaultNetwork: { ipamDataDir: join(dir, 'ipam'), ipv6Subnet: 'fd00::/64' },
     sleep: () => Promise.resolve(),

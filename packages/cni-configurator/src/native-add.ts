@@ -21,6 +21,7 @@
 // portmap in the chain): a DEL from them, by allocnet or any other CNI runtime, removes what was
 // written here as the plugins would. A failed ADD's undo runs the reduced chain, so the setup
 // removes what it wrote itself (`unwrite`: native-del.ts, and the firewall's accepts).
+import ipaddr from 'ipaddr.js';
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
 import type { CallOptions, Family, IptablesBatch } from '@allocnet/iptables-node';
@@ -167,16 +168,15 @@ function batchesOf(
   return out;
 }
 
-/** What the chains `lines` write to hold now, as `lineKey`s (a chain that exists as itself). */
-async function presentOf(
+/** What `chains` hold now, read with `iptables -S`, as `lineKey`s (a chain that exists as itself). */
+async function exactlyPresent(
   ctx: ConfiguratorContext,
-  lines: readonly Line[],
+  chains: readonly Line[],
   call: CallOptions,
 ): Promise<Set<string>> {
-  const chains = new Map(lines.map((l) => [chainKey(l), l] as const));
   const present = new Set<string>();
   await Promise.all(
-    [...chains.values()].map(async ({ family, table, chain }) => {
+    chains.map(async ({ family, table, chain }) => {
       let rules;
       try {
         rules = await ctx.iptables[family].listRules(table, chain, call);
@@ -189,6 +189,62 @@ async function presentOf(
     }),
   );
   return present;
+}
+
+/** What a rule's nf_tables message must hold when it is `spec`: its comment, else its /32 or /128 address. */
+function needleOf(spec: readonly string[]): Buffer | undefined {
+  const comment = spec.indexOf('--comment');
+  if (comment >= 0 && spec[comment + 1] !== undefined) return Buffer.from(spec[comment + 1] ?? '');
+  for (const flag of ['-s', '-d']) {
+    const at = spec.indexOf(flag);
+    const [ip = '', bits] = (at >= 0 ? (spec[at + 1] ?? '') : '').split('/');
+    if ((bits === '32' || bits === '128') && ipaddr.isValid(ip))
+      return Buffer.from(ipaddr.parse(ip).toByteArray());
+  }
+  return undefined;
+}
+
+/**
+ * What the chains `lines` write to already hold (as `lineKey`s), as the plugins' unique appends
+ * and their keeping of a chain that exists find it: one netlink search per family says which
+ * chains exist and which rules may be there (their comment or address in a rule of the chain);
+ * only a chain of the allocation's own that exists, or one where a rule may be there, is then
+ * read with `iptables -S` and compared rule for rule. Undefined without netlink (a fake): the
+ * write then takes everything to be new.
+ */
+async function presentOf(
+  ctx: ConfiguratorContext,
+  lines: readonly Line[],
+  call: CallOptions,
+): Promise<Set<string> | undefined> {
+  const present = new Set<string>();
+  const families = [...new Set(lines.map((l) => l.family))];
+  const outcomes = await Promise.all(
+    families.map(async (family) => {
+      const own = lines.filter((l) => l.family === family);
+      const chains = [...new Map(own.map((l) => [chainKey(l), l] as const)).values()];
+      const rulesOf = (c: Line) => own.filter((l) => chainKey(l) === chainKey(c) && l.spec);
+      const searched = await ctx.iptables[family].searchRules?.(
+        chains.map((c) => ({
+          table: c.table,
+          chain: c.chain,
+          needles: rulesOf(c).flatMap((l) => needleOf(l.spec ?? []) ?? []),
+        })),
+      );
+      if (searched === undefined) return false;
+      const reads = chains.filter((c, i) => {
+        const found = searched[i];
+        if (found?.exists !== true) return false;
+        present.add(chainKey(c));
+        const declared = own.some((l) => chainKey(l) === chainKey(c) && l.spec === undefined);
+        const unsure = rulesOf(c).some((l) => needleOf(l.spec ?? []) === undefined);
+        return declared || unsure || found.found.some(Boolean);
+      });
+      for (const key of await exactlyPresent(ctx, reads, call)) present.add(key);
+      return true;
+    }),
+  );
+  return outcomes.every(Boolean) ? present : undefined;
 }
 
 /**
@@ -267,7 +323,7 @@ export function nativeAdd(
         for (const end of ends) if (end.status === 'rejected') throw end.reason;
       };
       try {
-        await restore();
+        await restore(await presentOf(ctx, lines, call));
       } catch (error) {
         // A shared chain or rule removed since the host preparer made it (by an operator, a
         // firewall reload) fails the restore: made again, the rest of the write (a table that
@@ -277,7 +333,8 @@ export function nativeAdd(
           allocId,
           error: messageOf(error),
         });
-        await restore(await presentOf(ctx, lines, call));
+        const chains = [...new Map(lines.map((l) => [chainKey(l), l] as const)).values()];
+        await restore(await exactlyPresent(ctx, chains, call));
       }
       await portmapHost(result, call);
     },

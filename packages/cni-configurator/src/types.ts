@@ -234,6 +234,11 @@ export interface IptablesState {
   /** A leak reap's scan and removal by rule handle (sweep.ts); without them, iptables-restore. */
   readonly saveAt?: Iptables['saveAt'];
   readonly removeAt?: Iptables['removeAt'];
+  /**
+   * Which rules a setup's write may find already there (native-add.ts), over netlink; without
+   * it the write takes its per-allocation chains and rules to be new.
+   */
+  readonly searchRules?: Iptables['searchRules'];
 }
 
 export interface CniConfiguratorOptions {

@@ -75,8 +75,8 @@ describe('warmReap', () => {
       node: recordingNode().node,
       runtime: createFakeRuntime(join(dir, 'cache')),
       iptables: {
-        ipv4: createIptables({ exec: v4 }),
-        ipv6: createIptables({ family: 'ipv6', exec: v6 }),
+        ipv4: createIptables({ exec: v4, nft: false }),
+        ipv6: createIptables({ family: 'ipv6', exec: v6, nft: false }),
       },
       defaultNetwork: { ipamDataDir: join(dir, 'ipam') },
     });

@@ -5,6 +5,8 @@ export type {
   PlacedRemoval,
   PlacedRule,
   RuleHandles,
+  RuleSearch,
+  RuleSearchResult,
 } from './iptables.js';
 export { openNftLink } from './nft.js';
 export { deleteConntrackByDestinationPort } from './conntrack.js';
