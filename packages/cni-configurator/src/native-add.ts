@@ -10,11 +10,13 @@
 // rules with ~18 and the firewall with ~10 more (docs/cni.md): most of an ADD, and what made setup
 // 6.7× slower at 1,000 live allocations than at 50. What is written is what the plugins write,
 // rule for rule (`masqueradeOf` in marks.ts, native-rules.ts; the integration tests compare whole
-// rulesets with the plugins' own): per-allocation chains are declared (made, or emptied when they
-// exist, so that their rules are written once, as the plugins' unique appends do), then their
-// rules and the jumps to them. The rules every allocation shares (FORWARD's jump to CNI-FORWARD,
-// portmap's CNI-HOSTPORT-* rules and jumps) are made sure of by the host preparer (host.ts), once
-// per process, with the shared chains. Which plugins are written here is an allow-list
+// rulesets with the plugins' own): per-allocation chains made when they are not there (kept
+// when they are), their rules and the jumps to them, each only when not there yet, as the
+// plugins' unique appends do (`presentOf`: one netlink search per family, `iptables -S` only of a
+// chain where a rule may already be). The rules every allocation shares (FORWARD's jump to
+// CNI-FORWARD, portmap's CNI-HOSTPORT-* rules and jumps) are made sure of by the host preparer
+// (host.ts), once per process, with the shared chains; a write that fails when one was removed
+// since has them made again (`Heal`) and writes the rest once more. Which plugins are written here is an allow-list
 // (`nativePlugins`): any option this code does not know runs that plugin itself.
 //
 // The CNI cache and the ADD intent keep the network as configured (ipMasq true, firewall and
