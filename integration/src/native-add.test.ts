@@ -126,16 +126,9 @@ function pluginsCni(
 async function dropSharedChains(node: TestNetns): Promise<void> {
   for (const ipt of ['iptables', 'ip6tables']) {
     const run = (...args: string[]) => node.exec([ipt, ...args]);
-    await run(
-      '-D',
-      'FORWARD',
-      '-m',
-      'comment',
-      '--comment',
-      'CNI firewall plugin rules',
-      '-j',
-      'CNI-FORWARD',
-    );
+    // The firewall's jump is FORWARD's first rule (and its only one here).
+    expect((await run('-S', 'FORWARD', '1')).stdout).toContain('-j CNI-FORWARD');
+    await run('-D', 'FORWARD', '1');
     await run('-F', 'CNI-FORWARD');
     await run('-X', 'CNI-FORWARD');
     for (const chain of ['PREROUTING', 'OUTPUT'])
