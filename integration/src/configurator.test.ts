@@ -161,8 +161,9 @@ describe('the configurator on the real plugins', () => {
     // Someone flushes portmap's jumps: CHECK says what is missing.
     await node.exec(['iptables', '-t', 'nat', '-F', 'CNI-HOSTPORT-DNAT']);
     const dnat = allocChains('nomad', status.allocId).dnat;
+    // portmap's rules are the setup's own (native-add.ts): CHECK names the first one missing.
     await expect(c.check(attachment)).rejects.toThrow(
-      `CHECK of "${status.allocId}" in network "nomad" failed: nothing in CNI-HOSTPORT-DNAT jumps to ${dnat} (ipv4)`,
+      `CHECK of "${status.allocId}" in network "nomad" failed: a portmap rule is missing (ipv4): -A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${status.allocId}\\"" -m multiport --dports 8080 -j ${dnat}`,
     );
     expect(status.address).toMatch(/^172\.26\.6[4-9]\.\d+$/);
     await c.teardown(status.allocId, attachment);

@@ -1,5 +1,5 @@
-// ADD with Nomad's retry, for setup.ts: one attempt (`attemptAdd`: the ADD, and the masquerade
-// written beside it, native-masq.ts) and a plain loop around it (`addWithRetry`), with a DEL and
+// ADD with Nomad's retry, for setup.ts: one attempt (`attemptAdd`: the ADD, and the masquerade,
+// firewall and portmap rules written beside it, native-add.ts) and a plain loop around it (`addWithRetry`), with a DEL and
 // a wait between attempts; and the error a failed setup becomes (`setupFailure`).
 //
 // The runner never runs two operations on one allocation at once, so an allocation's ADDs and
@@ -7,12 +7,10 @@
 import { kindOf } from '@allocnet/base';
 import { isCniError } from '@allocnet/cni';
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
-import { resultAddresses } from './address.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, isConfiguratorError, messageOf } from './errors.js';
-import { nativeDel } from './native-del.js';
-import { nativeMasquerade } from './native-masq.js';
-import type { NativeMasquerade } from './native-masq.js';
+import { nativeAdd } from './native-add.js';
+import type { Heal, NativeAdd } from './native-add.js';
 
 type Call = { signal?: AbortSignal };
 
@@ -66,15 +64,15 @@ type Attempt =
   | { readonly ok: false; readonly error: unknown; readonly final: boolean };
 
 /**
- * One ADD. With `masq`, the masquerade is written beside the chain once the main plugin answered;
- * what was written goes with the attempt (the chain's undo does not un-masquerade). A failed
- * masquerade undoes the whole ADD and is final: another attempt would write the same rules the
- * same way. Throws only when removing a failed attempt's masquerade fails.
+ * One ADD. With `native`, its rules are written beside the chain once the main plugin answered;
+ * what was written goes with the attempt (the chain's undo runs without those plugins). A failed
+ * write undoes the whole ADD and is final: another attempt would write the same rules the same
+ * way. Throws only when removing a failed attempt's rules fails.
  */
 async function attemptAdd(
   ctx: ConfiguratorContext,
   network: NetworkConfig,
-  masq: NativeMasquerade | undefined,
+  native: NativeAdd | undefined,
   attachment: Attachment,
   call: Call,
 ): Promise<Attempt> {
@@ -83,9 +81,9 @@ async function attemptAdd(
   let told: CniResult | undefined;
   let writing: Promise<void> | undefined;
   const onPluginResult = (type: string, result: CniResult) => {
-    if (masq === undefined || type !== masq.mainType || writing !== undefined) return;
+    if (native === undefined || type !== native.mainType || writing !== undefined) return;
     told = result;
-    writing = masq.write(result, call);
+    writing = native.write(result, call);
     // Awaited below; a failure must not count as unhandled meanwhile.
     writing.catch(() => undefined);
   };
@@ -93,12 +91,12 @@ async function attemptAdd(
     if (writing === undefined || told === undefined) return;
     // Its failure was (or is being) reported by the attempt; here only its end matters.
     await writing.catch(() => undefined);
-    await nativeDel(ctx, network, { allocId, addresses: resultAddresses(told) })?.remove(call);
+    await native?.unwrite(told, call);
   };
 
   let result: CniResult;
   try {
-    ({ result } = await runtime.add(masq?.network ?? network, attachment, {
+    ({ result } = await runtime.add(native?.network ?? network, attachment, {
       ...call,
       onPluginResult,
     }));
@@ -111,15 +109,15 @@ async function attemptAdd(
   try {
     await writing;
   } catch (error) {
-    // The chain stands without its masquerade: undo it all.
-    logger.warn('writing the masquerade failed; undoing the ADD', {
+    // The chain stands without its rules: undo it all.
+    logger.warn('writing the allocation’s rules failed; undoing the ADD', {
       allocId,
       error: messageOf(error),
     });
     try {
       await runtime.del(network, attachment, call);
     } catch (delError) {
-      logger.warn('DEL after the masquerade failed failed too', {
+      logger.warn('DEL after writing the rules failed failed too', {
         allocId,
         error: messageOf(delError),
       });
@@ -170,17 +168,19 @@ export async function addWithRetry(
   network: NetworkConfig,
   attachment: Attachment,
   call: Call,
+  /** Makes missing shared chains and rules again when a write finds one gone (native-add.ts). */
+  heal?: Heal,
 ): Promise<{ result: CniResult; attempts: number }> {
-  // Written beside the chain (native-masq.ts) once the main plugin answered.
-  const masq = nativeMasquerade(ctx, network, attachment.containerId);
+  // Written beside the chain (native-add.ts) once the main plugin answered.
+  const native = nativeAdd(ctx, network, attachment, heal);
   let attempts = 0;
   let first: unknown;
   try {
     for (;;) {
       call.signal?.throwIfAborted();
       attempts++;
-      const outcome = await attemptAdd(ctx, network, masq, attachment, call).catch(
-        // Removing a failed attempt's masquerade failed: a failed attempt like any other; the
+      const outcome = await attemptAdd(ctx, network, native, attachment, call).catch(
+        // Removing a failed attempt's rules failed: a failed attempt like any other; the
         // next attempt's DEL, or the sweep after the setup failed, comes after it.
         (error: unknown): Attempt => ({ ok: false, error, final: false }),
       );

@@ -10,7 +10,7 @@ import { createRecordingExec, ok } from '@allocnet/iptables-node/testing';
 import type { RecordingExec, Reply } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { allocChains } from './marks.js';
-import { addPluginShapes, addResult, createFakeRuntime } from './testing/index.js';
+import { addPluginShapes, addResult, createFakeRuntime, recordingNode } from './testing/index.js';
 import type { FakeRuntime } from './testing/index.js';
 import type { AllocNetworkSpec, CniConfigurator, CniConfiguratorOptions } from './types.js';
 
@@ -64,10 +64,11 @@ async function writeNetworks(): Promise<void> {
 
 async function make(extra: Partial<CniConfiguratorOptions> = {}) {
   configurator = await createCniConfigurator({
+    node: recordingNode().node,
     runtime,
     iptables: {
-      ipv4: createIptables({ exec: v4 }),
-      ipv6: createIptables({ family: 'ipv6', exec: v6 }),
+      ipv4: createIptables({ exec: v4, nft: false }),
+      ipv6: createIptables({ family: 'ipv6', exec: v6, nft: false }),
     },
     defaultNetwork: { ipamDataDir: join(dir, 'ipam') },
     confDir: join(dir, 'conf'),

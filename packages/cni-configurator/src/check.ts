@@ -9,7 +9,8 @@
 // one `iptables -S` per chain) or, in a batch, one save per table (check-reads.ts), and netlink
 // sockets of their own. The plans cache below is filled synchronously.
 import { isCniError } from '@allocnet/cni';
-import type { NetworkConfig } from '@allocnet/cni';
+import type { CniResult, NetworkConfig } from '@allocnet/cni';
+import { displayArgs } from '@allocnet/iptables-node';
 import type { Family } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import type { ReadChain } from './chain-reader.js';
@@ -23,6 +24,8 @@ import { ConfiguratorError, messageOf } from './errors.js';
 import { allocChains, dnatDestination, firewallSpecs, hasSpec, matchOption } from './marks.js';
 import { argsNeedPlugin } from './native-check.js';
 import type { RouteReader } from './route-reader.js';
+import { nativePlugins, portmapAddresses, portmapWrite } from './native-rules.js';
+import type { NativePortmap } from './native-rules.js';
 import { checkAllocId } from './spec.js';
 import type { AllocAttachment, AllocNetworking, CheckBatch } from './types.js';
 
@@ -56,8 +59,11 @@ export async function checkPortMappings(
   attachment: AllocAttachment,
   read: ReadChain,
   call: { readonly signal?: AbortSignal },
+  native?: NativePortmap,
 ): Promise<string | undefined> {
   if (attachment.portMappings.length === 0) return undefined;
+  if (native !== undefined && attachment.result !== undefined)
+    return checkNativePortmap(attachment, attachment.result, native, read, call);
   const { dnat } = allocChains(attachment.network.name, attachment.allocId);
   for (const family of FAMILIES) {
     const address = addressesOf(attachment, family)[0];
@@ -85,6 +91,37 @@ export async function checkPortMappings(
       if (!found)
         return `no DNAT rule for host port ${m.hostPort}/${m.protocol} to ${to} in ${dnat} (${family})`;
     }
+  }
+  return undefined;
+}
+
+/**
+ * Checks what the setup wrote for portmap itself (native-add.ts), rule for rule: per family
+ * portmap forwards to, every rule of the `CNI-DN-<h>` chain and every jump to it in
+ * CNI-HOSTPORT-DNAT (what portmap's own CHECK would look for, were it not broken).
+ */
+async function checkNativePortmap(
+  attachment: AllocAttachment,
+  result: CniResult,
+  conf: NativePortmap,
+  read: ReadChain,
+  call: { readonly signal?: AbortSignal },
+): Promise<string | undefined> {
+  const { name } = attachment.network;
+  for (const [family, address] of portmapAddresses(result, attachment.ifName)) {
+    const w = portmapWrite(name, attachment.allocId, attachment.portMappings, address, conf);
+    const [rules, jumps] = await Promise.all([
+      read(family, 'nat', w.chain, call),
+      read(family, 'nat', 'CNI-HOSTPORT-DNAT', call),
+    ]);
+    if (rules === undefined) return `portmap's chain ${w.chain} is missing (${family})`;
+    for (const [chain, listed, specs] of [
+      [w.chain, rules, w.rules],
+      ['CNI-HOSTPORT-DNAT', jumps ?? [], w.entries],
+    ] as const)
+      for (const spec of specs)
+        if (!hasSpec(listed, spec))
+          return `a portmap rule is missing (${family}): -A ${chain} ${displayArgs(spec)}`;
   }
   return undefined;
 }
@@ -143,7 +180,8 @@ export async function checkFirewall(
 
 /** A plugin of the chain whose CHECK the configurator does itself. */
 export type CheckedHere =
-  { readonly type: 'portmap' } | { readonly type: 'firewall'; readonly adminChain: string };
+  | { readonly type: 'portmap'; readonly native?: NativePortmap }
+  | { readonly type: 'firewall'; readonly adminChain: string };
 
 /**
  * The chain CHECK runs (the network without the plugins checked here) and those plugins: portmap
@@ -156,9 +194,13 @@ export function checkChainOf(network: NetworkConfig): {
   readonly checkedHere: readonly CheckedHere[];
 } {
   const checkedHere: CheckedHere[] = [];
+  // A portmap the setup writes itself is checked rule for rule; any other by its DNAT rules.
+  const { portmap } = nativePlugins(network);
   const kept = network.plugins.filter((p) => {
     if (p.type === 'portmap') {
-      checkedHere.push({ type: 'portmap' });
+      checkedHere.push(
+        portmap === undefined ? { type: 'portmap' } : { type: 'portmap', native: portmap },
+      );
       return false;
     }
     const ingress = p.raw.ingressPolicy;
@@ -278,7 +320,7 @@ export function createCheck(
           const found = await Promise.all(
             checkedHere.map((c) =>
               c.type === 'portmap'
-                ? checkPortMappings(attachment, reads.readChain, call)
+                ? checkPortMappings(attachment, reads.readChain, call, c.native)
                 : checkFirewall(attachment, c.adminChain, reads.readChain, call),
             ),
           );

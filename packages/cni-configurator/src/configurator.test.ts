@@ -16,7 +16,13 @@ import { createRecordingExec, exit, ok } from '@allocnet/iptables-node/testing';
 import type { RecordingExec, Reply } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { allocChains } from './marks.js';
-import { addPluginShapes, addResult, createFakeRuntime, healthyKernel } from './testing/index.js';
+import {
+  addPluginShapes,
+  addResult,
+  createFakeRuntime,
+  healthyKernel,
+  recordingNode,
+} from './testing/index.js';
 import type { PluginShapes } from './testing/index.js';
 import type { FakeRuntime } from './testing/index.js';
 import type {
@@ -53,13 +59,15 @@ let v4: RecordingExec;
 let v6: RecordingExec;
 let sleeps: number[];
 let configurator: CniConfigurator;
+let node: ReturnType<typeof recordingNode>;
 
 async function make(extra: Partial<CniConfiguratorOptions> = {}, randoms = [0.25, 0.999]) {
   configurator = await createCniConfigurator({
+    node: node.node,
     runtime,
     iptables: {
-      ipv4: createIptables({ exec: v4 }),
-      ipv6: createIptables({ family: 'ipv6', exec: v6 }),
+      ipv4: createIptables({ exec: v4, nft: false }),
+      ipv6: createIptables({ family: 'ipv6', exec: v6, nft: false }),
     },
     defaultNetwork: { ipamDataDir: join(dir, 'ipam') },
     random: () => randoms.shift() ?? 0,
@@ -75,6 +83,7 @@ async function make(extra: Partial<CniConfiguratorOptions> = {}, randoms = [0.25
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'allocnet-configurator-'));
   runtime = createFakeRuntime(join(dir, 'cache'));
+  node = recordingNode();
   v4 = createRecordingExec();
   v6 = createRecordingExec();
   sleeps = [];
@@ -96,9 +105,8 @@ describe('setup', () => {
       {
         verb: 'ADD',
         network: 'nomad',
-        plugins: ['loopback', 'bridge', 'firewall', 'portmap'].map((type): unknown =>
-          expect.objectContaining({ type }),
-        ),
+        // The firewall and portmap are written natively (native-add.ts).
+        plugins: ['loopback', 'bridge'].map((type): unknown => expect.objectContaining({ type })),
         attachment: {
           containerId: ID,
           netns: '/run/netns/a1',
@@ -145,7 +153,7 @@ describe('setup', () => {
     });
   });
 
-  it('makes the shared chains and NOMAD-ADMIN’s rule once, in one iptables-restore, before the first ADD', async () => {
+  it('makes the shared chains and rules and NOMAD-ADMIN’s rule once, in one iptables-restore, before the first ADD', async () => {
     await make();
     await configurator.setup(spec, '/run/netns/a1');
     // The last restore is the allocation's masquerade (below).
@@ -162,32 +170,38 @@ describe('setup', () => {
         '-N CNI-FORWARD',
         '-N NOMAD-ADMIN',
         '-A NOMAD-ADMIN -d 172.26.64.0/20 -o nomad -j ACCEPT',
+        '-I FORWARD 1 -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+        '-I CNI-FORWARD 1 -m comment --comment "CNI firewall plugin admin overrides" -j NOMAD-ADMIN',
         'COMMIT',
         '*nat',
         '-N CNI-HOSTPORT-DNAT',
         '-N CNI-HOSTPORT-MASQ',
         '-N CNI-HOSTPORT-SETMARK',
+        '-A CNI-HOSTPORT-SETMARK -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000',
+        '-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE',
+        '-I POSTROUTING 1 -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ',
+        '-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT',
+        '-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT',
         'COMMIT',
         '',
       ].join('\n'),
     );
     expect(v6.calls).toEqual([]);
-    // Warm: the next setup touches no iptables at all before its ADD, only its masquerade after.
+    // Warm: the next setup touches no iptables at all before its ADD, only its own rules after.
     await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2');
     expect(v4.calls).toHaveLength(6);
   });
 
-  it('writes the masquerade itself once bridge answered, in one restore, and runs bridge without it', async () => {
+  it('writes the masquerade, the firewall’s and portmap’s rules itself once bridge answered, in one restore, and runs loopback and bridge only', async () => {
     await make();
     await configurator.setup(spec, '/run/netns/a1');
     expect(runtime.calls[0]?.plugins.map((p) => [p.type, p.ipMasq])).toEqual([
       ['loopback', undefined],
       ['bridge', false],
-      ['firewall', undefined],
-      ['portmap', undefined],
     ]);
-    const { masq } = allocChains('nomad', ID);
+    const { masq, dnat } = allocChains('nomad', ID);
     const tag = `-m comment --comment "name: \\"nomad\\" id: \\"${ID}\\""`;
+    const dnatTag = `-m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\""`;
     expect(v4.calls.at(-1)?.input).toBe(
       [
         '*nat',
@@ -195,27 +209,86 @@ describe('setup', () => {
         `-A ${masq} -d 172.26.64.2/20 ${tag} -j ACCEPT`,
         `-A ${masq} ! -d 224.0.0.0/4 ${tag} -j MASQUERADE`,
         `-A POSTROUTING -s 172.26.64.2/32 ${tag} -j ${masq}`,
+        `:${dnat} - [0:0]`,
+        `-A ${dnat} -s 172.26.64.0/20 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
+        `-A ${dnat} -s 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
+        `-A ${dnat} -p tcp -m tcp --dport 8080 -j DNAT --to-destination 172.26.64.2:80`,
+        `-A ${dnat} -s 172.26.64.0/20 -p udp -m udp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
+        `-A ${dnat} -s 127.0.0.1/32 -p udp -m udp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
+        `-A ${dnat} -p udp -m udp --dport 8080 -j DNAT --to-destination 172.26.64.2:80`,
+        `-A CNI-HOSTPORT-DNAT -p tcp ${dnatTag} -m multiport --dports 8080 -j ${dnat}`,
+        `-A CNI-HOSTPORT-DNAT -p udp ${dnatTag} -m multiport --dports 8080 -j ${dnat}`,
+        'COMMIT',
+        '*filter',
+        '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+        '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
         'COMMIT',
         '',
       ].join('\n'),
     );
+    // portmap's side effects on the node: route_localnet on the bridge, stale UDP flows gone.
+    expect(node.calls).toEqual([
+      { sysctl: 'net/ipv4/conf/nomad/route_localnet', value: '1' },
+      { forgetUdp: 'ipv4', ports: [8080] },
+    ]);
   });
 
-  it('undoes the ADD and fails for good when the masquerade cannot be written', async () => {
+  it('undoes the ADD and fails for good when its rules cannot be written', async () => {
     await make();
     await configurator.setup(spec, '/run/netns/a1');
-    v4.reply(exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed'));
+    // The write fails; a fresh look finds every shared chain and rule there: nothing to heal.
+    v4.reply(exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed'), ok(hostState()));
+    const from = v4.calls.length;
     const failed = await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2').then(
       () => undefined,
       (error: unknown) => error,
     );
     expect(failed).toMatchObject({ code: 'setup-failed', attempts: 1 });
+    // The failed write, then the fresh look (the undo's reads come after).
+    expect(v4.calls.slice(from, from + 2).map((c) => c.argv.join(' '))).toEqual([
+      'iptables-restore --noflush --wait',
+      'iptables-save',
+    ]);
     expect(runtime.calls.slice(1).map((c) => [c.verb, c.plugins.length])).toEqual([
-      ['ADD', 4],
-      // The whole chain as configured, so bridge un-masquerades whatever there may be.
+      ['ADD', 2],
+      // The whole chain as configured, so bridge, the firewall and portmap remove whatever there may be.
       ['DEL', 4],
     ]);
     expect(runtime.calls[2]?.plugins[1]).toMatchObject({ type: 'bridge', ipMasq: true });
+  });
+
+  it('makes a shared chain removed since the first setup again and writes the rest once more', async () => {
+    await make();
+    await configurator.setup(spec, '/run/netns/a1');
+    const gone = hostState()
+      .split('\n')
+      .filter((l) => !l.includes('CNI-FORWARD'))
+      .join('\n');
+    v4.reply(exit(4, 'iptables-restore v1.8.9 (nf_tables): line 12 failed'), ok(gone));
+    const from = v4.calls.length;
+    const { status } = await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2');
+    expect(status.attempts).toBe(1);
+    const calls = v4.calls.slice(from);
+    expect(calls.map((c) => c.argv.join(' '))).toEqual([
+      'iptables-restore --noflush --wait',
+      'iptables-save',
+      'iptables-restore --noflush --wait',
+      // What the chains hold now (the fake: every chain there, empty), then the write once more.
+      ...calls.slice(3, -1).map((c) => c.argv.join(' ')),
+      'iptables-restore --noflush --wait',
+    ]);
+    expect(calls[2]?.input).toBe(
+      [
+        '*filter',
+        '-N CNI-FORWARD',
+        '-I FORWARD 1 -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+        '-I CNI-FORWARD 1 -m comment --comment "CNI firewall plugin admin overrides" -j NOMAD-ADMIN',
+        'COMMIT',
+        '',
+      ].join('\n'),
+    );
+    expect(calls.slice(3, -1).every((c) => c.argv.includes('-S'))).toBe(true);
+    expect(calls.at(-1)?.input).toBe(calls[0]?.input?.replace(/^:(\S+) - \[0:0\]\n/gm, ''));
   });
 
   it('retries ADD three times, 1 s + 0–999 ms apart with a DEL between, and counts the attempts', async () => {
@@ -617,6 +690,13 @@ const noChain = exit(1, 'iptables: No chain/target/match by that name.');
 const busy = exit(4, 'iptables-restore v1.8.9 (nf_tables): line 2 failed');
 
 /** iptables-save output holding exactly what the plugins leave for these allocations. */
+/** iptables-save of what the first setup's host preparer made (`v4.calls[3]`, asserted above). */
+function hostState(): string {
+  return (v4.calls[3]?.input ?? '')
+    .replace(/^-N (\S+)$/gm, ':$1 - [0:0]')
+    .replace(/^-I (\S+) 1 /gm, '-A $1 ');
+}
+
 function saved(...allocs: Omit<PluginShapes, 'network'>[]): string {
   const batch = createBatch();
   for (const a of allocs) addPluginShapes(batch, { network: 'nomad', ...a });
@@ -640,8 +720,13 @@ function chains(listing: Record<string, readonly string[]>, times = 5, failing?:
 
 describe('check', () => {
   const { dnat } = allocChains('nomad', ID);
+  // What the setup wrote for portmap (native-add.ts), which CHECK looks for rule for rule.
   const dnatRules = [
+    `-A ${dnat} -s 172.26.64.0/20 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
+    `-A ${dnat} -s 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
     `-A ${dnat} -p tcp -m tcp --dport 8080 -j DNAT --to-destination 172.26.64.2:80`,
+    `-A ${dnat} -s 172.26.64.0/20 -p udp -m udp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
+    `-A ${dnat} -s 127.0.0.1/32 -p udp -m udp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
     `-A ${dnat} -p udp -m udp --dport 8080 -j DNAT --to-destination 172.26.64.2:80`,
   ];
   const healthy = {
@@ -655,6 +740,7 @@ describe('check', () => {
     [dnat]: dnatRules,
     'CNI-HOSTPORT-DNAT': [
       `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+      `-A CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
     ],
   };
 
@@ -713,13 +799,19 @@ describe('check', () => {
 
   it('names the rule that is missing', async () => {
     const { attachment } = await setUpHealthy();
-    v4.reply(...chains({ ...healthy, [dnat]: dnatRules.slice(0, 1) }));
+    v4.reply(...chains({ ...healthy, [dnat]: dnatRules.slice(0, 5) }));
     await expect(configurator.check(attachment)).rejects.toMatchObject({
       code: 'check-failed',
       allocId: ID,
       network: 'nomad',
-      message: `CHECK of "${ID}" in network "nomad" failed: no DNAT rule for host port 8080/udp to 172.26.64.2:80 in ${dnat} (ipv4)`,
+      message: `CHECK of "${ID}" in network "nomad" failed: a portmap rule is missing (ipv4): -A ${dnat} -p udp -m udp --dport 8080 -j DNAT --to-destination 172.26.64.2:80`,
     });
+    v4.reply(
+      ...chains({ ...healthy, 'CNI-HOSTPORT-DNAT': healthy['CNI-HOSTPORT-DNAT'].slice(0, 1) }),
+    );
+    await expect(configurator.check(attachment)).rejects.toThrow(
+      `CHECK of "${ID}" in network "nomad" failed: a portmap rule is missing (ipv4): -A CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`,
+    );
     v4.reply(...chains({ ...healthy, 'CNI-FORWARD': healthy['CNI-FORWARD'].slice(0, 2) }));
     await expect(configurator.check(attachment)).rejects.toThrow(
       `CHECK of "${ID}" in network "nomad" failed: a firewall rule is missing (ipv4): -A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT`,

@@ -19,6 +19,8 @@ import { batchedChainReader } from './chain-reader.js';
 import type { ReadChain } from './chain-reader.js';
 import { invalidField } from './errors.js';
 import { networkFacts } from './facts.js';
+import { createNodeKernel } from './node.js';
+import type { NodeKernel } from './node.js';
 import { createRooms } from './room.js';
 import type { Room } from './room.js';
 import type { NetworkFacts } from './facts.js';
@@ -54,6 +56,8 @@ export interface ConfiguratorContext {
   readonly ignoreHostIps: boolean;
   readonly retry: RetrySettings;
   readonly catalog: Catalog;
+  /** What a setup changes in the node's namespace besides iptables (node.ts). */
+  readonly node: NodeKernel;
   /** CHECKs and the teardown audit read single chains through it: concurrent callers share reads. */
   readonly readChain: ReadChain;
   /** The room of a host-local directory (room.ts): reclaims and new setups take turns in it. */
@@ -121,6 +125,7 @@ export async function createContext(options: CniConfiguratorOptions): Promise<Co
       sleep: options.sleep ?? defaultSleep,
     },
     catalog,
+    node: options.node ?? createNodeKernel(iptables.ipv4.netns),
     readChain: batchedChainReader(iptables),
     room: createRooms(),
     factsOf,

@@ -18,6 +18,7 @@ export interface NetworkFacts {
   readonly bridge: string | undefined;
   /** The firewall plugin's admin chain, when it uses the iptables backend. */
   readonly firewallAdminChain: string | undefined;
+  /** portmap; `setMarkChain`: it makes CNI-HOSTPORT-SETMARK and -MASQ (snat, no external chain). */
   readonly portmap: { readonly setMarkChain: boolean } | undefined;
 }
 
@@ -72,7 +73,9 @@ export function networkFacts(network: NetworkConfig): NetworkFacts {
         typeof raw.iptablesAdminChainName === 'string' ? raw.iptablesAdminChainName : 'CNI-ADMIN';
     }
     if (plugin.type === 'portmap')
-      portmap = { setMarkChain: typeof raw.externalSetMarkChain !== 'string' };
+      portmap = {
+        setMarkChain: raw.snat !== false && typeof raw.externalSetMarkChain !== 'string',
+      };
   }
   const families: Family[] = subnets.some((s) => s.family === 'ipv6')
     ? subnets.some((s) => s.family === 'ipv4')

@@ -7,7 +7,7 @@ import { createIptables } from '@allocnet/iptables-node';
 import { createRecordingExec } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { isConfiguratorError } from './errors.js';
-import { addResult, createFakeRuntime } from './testing/index.js';
+import { addResult, createFakeRuntime, recordingNode } from './testing/index.js';
 import type { FakeRuntime } from './testing/index.js';
 import type { AllocAttachment, AllocNetworkSpec, CniConfigurator } from './types.js';
 
@@ -25,10 +25,11 @@ beforeEach(async () => {
   ipam = join(dir, 'ipam', 'nomad');
   runtime = createFakeRuntime(join(dir, 'cache'));
   configurator = await createCniConfigurator({
+    node: recordingNode().node,
     runtime,
     iptables: {
-      ipv4: createIptables({ exec: createRecordingExec() }),
-      ipv6: createIptables({ family: 'ipv6', exec: createRecordingExec() }),
+      ipv4: createIptables({ exec: createRecordingExec(), nft: false }),
+      ipv6: createIptables({ family: 'ipv6', exec: createRecordingExec(), nft: false }),
     },
     defaultNetwork: { ipamDataDir: join(dir, 'ipam'), ipv6Subnet: 'fd00::/64' },
     sleep: () => Promise.resolve(),

@@ -3,6 +3,8 @@ export { ConfiguratorError, invalidField, isConfiguratorError } from './errors.j
 export type { ConfiguratorErrorCode, ConfiguratorErrorDetails } from './errors.js';
 export { NO_ADDRESS, dnsOf, pickAddress } from './address.js';
 export type { PickedAddress } from './address.js';
+export { createNodeKernel } from './node.js';
+export type { NodeKernel } from './node.js';
 export { cniArgs } from './args.js';
 export { portMappings, portMappingsOverlap, requestedPortMappings } from './ports.js';
 export type { HostPortOf } from './ports.js';

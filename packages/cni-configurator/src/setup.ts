@@ -28,6 +28,8 @@ import { createGates } from './gates.js';
 import { reclaimAdd } from './holds.js';
 import type { Reclaim } from './holds.js';
 import { createHostPreparer } from './host.js';
+import { nativeParts, sharedRulesOf } from './native-add.js';
+import type { Heal } from './native-add.js';
 import { resolveNetwork } from './networks.js';
 import type { CatalogSnapshot } from './networks.js';
 import { portMappings } from './ports.js';
@@ -45,13 +47,16 @@ async function addInRoom(
   attachment: Attachment,
   call: { signal?: AbortSignal },
   reclaim: Reclaim | undefined,
+  heal: Heal,
 ): Promise<{ result: CniResult; attempts: number }> {
   if (reclaim !== undefined)
-    return reclaimAdd(ctx, reclaim, call, (asking) => addWithRetry(ctx, asking, attachment, call));
-  if (facts.ipamDir === undefined) return addWithRetry(ctx, network, attachment, call);
+    return reclaimAdd(ctx, reclaim, call, (asking) =>
+      addWithRetry(ctx, asking, attachment, call, heal),
+    );
+  if (facts.ipamDir === undefined) return addWithRetry(ctx, network, attachment, call, heal);
   const leave = await ctx.room(facts.ipamDir).enter('new', call.signal);
   try {
-    return await addWithRetry(ctx, network, attachment, call);
+    return await addWithRetry(ctx, network, attachment, call, heal);
   } finally {
     leave();
   }
@@ -170,8 +175,11 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
       let added: { result: CniResult; attempts: number };
       try {
         added = await gates.run(gateKeys(facts, mappings.length > 0), async () => {
-          await prepareHost(facts, network === snapshot.defaultNetwork, call);
-          return addInRoom(ctx, requests.network, facts, attachment, call, reclaim);
+          const shared = sharedRulesOf(nativeParts(network), facts.families, mappings.length > 0);
+          const isDefault = network === snapshot.defaultNetwork;
+          await prepareHost(facts, isDefault, call, shared);
+          const heal: Heal = (c) => prepareHost(facts, isDefault, c, shared, true);
+          return addInRoom(ctx, requests.network, facts, attachment, call, reclaim, heal);
         });
       } catch (error) {
         const failed = setupFailure(error, {

@@ -2,6 +2,7 @@ import type { FieldPath } from '@allocnet/base';
 import type { CniArgs, CniResult, CniRuntime, Logger } from '@allocnet/cni';
 import type { Family, Iptables } from '@allocnet/iptables-node';
 import type { IpNetnsManager } from '@allocnet/netns';
+import type { NodeKernel } from './node.js';
 import type {
   CleanupReport,
   HostState,
@@ -211,6 +212,11 @@ export interface RetryOptions {
  */
 export interface IptablesState {
   readonly family: Iptables['family'];
+  /**
+   * The namespace it acts in (undefined: this process's); the setup's sysctls and conntrack go
+   * there too (node.ts). A fake without it stands for this process's namespace.
+   */
+  readonly netns?: Iptables['netns'];
   /** The sweep's scan and the host prerequisites (with `lines`, only lines kept are parsed). */
   readonly save: Iptables['save'];
   /**
@@ -231,6 +237,11 @@ export interface IptablesState {
   readonly removeAt?: Iptables['removeAt'];
   /** The agent's warm-up of the reap path (warm.ts): the removal built, never sent. */
   readonly warmRemoval?: Iptables['warmRemoval'];
+  /**
+   * Which rules a setup's write may find already there (native-add.ts), over netlink; without
+   * it the write takes its per-allocation chains and rules to be new.
+   */
+  readonly searchRules?: Iptables['searchRules'];
 }
 
 export interface CniConfiguratorOptions {
@@ -245,6 +256,11 @@ export interface CniConfiguratorOptions {
    * default routes of a `defaultRoute: false` attachment). Default `createIpNetnsManager()`.
    */
   readonly sandbox?: Pick<IpNetnsManager, 'deleteDefaultRoutes'>;
+  /**
+   * What a setup changes in the node's namespace besides iptables (portmap's route_localnet and
+   * stale UDP conntrack entries). Default: the namespace of `iptables.ipv4`.
+   */
+  readonly node?: NodeKernel;
   /** Watch `confDir` and re-read it before the next operation after a change. Default true. */
   readonly watchConfDir?: boolean;
   /** Drop every port's host IP. Default false. */

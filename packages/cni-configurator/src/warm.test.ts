@@ -8,7 +8,7 @@ import type { NftLink } from '@allocnet/iptables-node';
 import { createRecordingExec } from '@allocnet/iptables-node/testing';
 import { createCniConfigurator } from './configurator.js';
 import { networkFacts } from './facts.js';
-import { addPluginShapes, createFakeRuntime } from './testing/index.js';
+import { addPluginShapes, createFakeRuntime, recordingNode } from './testing/index.js';
 import { syntheticLeakSave, warmAllocId } from './warm.js';
 
 /** `-A` lines of iptables-save (or iptables-restore) text, by table. */
@@ -87,6 +87,7 @@ describe('warmReap', () => {
       close: () => undefined,
     });
     const configurator = await createCniConfigurator({
+      node: recordingNode().node,
       runtime: createFakeRuntime(join(dir, 'cache')),
       iptables: {
         ipv4: createIptables({ exec: v4, nft: () => link('ipv4') }),

@@ -6,7 +6,13 @@ import { IptablesError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { NftLink, NftOp } from './nft.js';
 import { removalBatch } from './nft-messages.js';
-import type { Iptables, PlacedRemoval, RuleHandles } from './types.js';
+import type {
+  Iptables,
+  PlacedRemoval,
+  RuleHandles,
+  RuleSearch,
+  RuleSearchResult,
+} from './types.js';
 import { checkChain, checkTable } from './validate.js';
 import type { Family, Table } from './validate.js';
 
@@ -104,9 +110,25 @@ function removalOps(
   return ops;
 }
 
+/** One chain's search: each needle looked for in every rule's message (valid only in `inspect`). */
+async function searchChain(link: NftLink, search: RuleSearch): Promise<RuleSearchResult> {
+  const found = search.needles.map(() => false);
+  try {
+    await link.rules(checkTable(search.table), checkChain(search.chain), (_, message) => {
+      search.needles.forEach((needle, i) => {
+        if (!found[i] && message.includes(needle)) found[i] = true;
+      });
+    });
+  } catch (error) {
+    if (error instanceof IptablesError && error.code === 'not-found') return { exists: false };
+    throw error;
+  }
+  return { exists: true, found };
+}
+
 export function handleOps(
   options: HandlesOptions,
-): Required<Pick<Iptables, 'saveAt' | 'removeAt' | 'warmRemoval'>> {
+): Required<Pick<Iptables, 'saveAt' | 'removeAt' | 'warmRemoval' | 'searchRules'>> {
   const { commands, family, netns, nft, logger } = options;
 
   // The steps below interleave with other work of this process (each netlink call runs on a
@@ -193,6 +215,26 @@ export function handleOps(
           Array.from({ length: c.size }, (_, i) => BigInt(i + 1)),
         );
       return removalBatch(family, generation, removalOps(removal, lists)).bytes.length;
+    },
+
+    async searchRules(searches) {
+      let link: NftLink | undefined;
+      try {
+        link = nft === false ? undefined : nft(family, netns);
+      } catch (error) {
+        logger.debug('iptables: no nf_tables link; rules not searched', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+      if (link === undefined) return undefined;
+      try {
+        const results: RuleSearchResult[] = [];
+        // One at a time: one call at a time per link.
+        for (const s of searches) results.push(await searchChain(link, s));
+        return results;
+      } finally {
+        link.close();
+      }
     },
   };
 }

@@ -5,6 +5,8 @@ export type {
   PlacedRemoval,
   PlacedRule,
   RuleHandles,
+  RuleSearch,
+  RuleSearchResult,
 } from './iptables.js';
 export { openNftLink } from './nft.js';
 export {
@@ -17,6 +19,7 @@ export {
   openNetlinkSocket,
 } from './netlink.js';
 export type { NetlinkSocket, SocketKind } from './netlink.js';
+export { deleteConntrackByDestinationPort } from './conntrack.js';
 export type { NftLink, NftOp } from './nft.js';
 export type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';

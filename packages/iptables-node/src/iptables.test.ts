@@ -3,8 +3,7 @@
 // whole than split by module (iptables, commands, restore): every test goes through the facade
 // with the one `setup` below. The parsers and the rollback are tested beside their modules.
 import { createBatch } from './batch.js';
-import { isIptablesError } from './errors.js';
-import type { IptablesError } from './errors.js';
+import { IptablesError, isIptablesError } from './errors.js';
 import { createIptables } from './iptables.js';
 import type { IptablesOptions, PlacedRule, RuleHandles } from './iptables.js';
 import type { Logger } from './logger.js';
@@ -684,5 +683,28 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     expect(await ipt.warmRemoval?.(removal)).toBeGreaterThan(0);
     expect(fake.calls).toEqual(['close']);
     expect(fake.commits).toEqual([]);
+  });
+
+  it('searches chains for needles over one link, says which chain is not there, and gives nothing without a link', async () => {
+    const fake = fakeLink();
+    const link: NftLink = {
+      ...fake.link,
+      rules: (table, chain, inspect) =>
+        chain === 'GONE'
+          ? Promise.reject(new IptablesError('GETRULE: not there', { code: 'not-found' }))
+          : fake.link.rules(table, chain, inspect),
+    };
+    const ipt = createIptables({ exec: createRecordingExec(), nft: () => link });
+    expect(
+      await ipt.searchRules?.([
+        { table: 'nat', chain: 'POSTROUTING', needles: [Buffer.from(CHAIN), Buffer.from('x.y')] },
+        { table: 'nat', chain: 'GONE', needles: [Buffer.from(CHAIN)] },
+      ]),
+    ).toEqual([{ exists: true, found: [true, false] }, { exists: false }]);
+    expect(fake.calls).toEqual(['rules nat POSTROUTING', 'close']);
+    const none = createIptables({ exec: createRecordingExec(), nft: false });
+    expect(await none.searchRules?.([{ table: 'nat', chain: 'POSTROUTING', needles: [] }])).toBe(
+      undefined,
+    );
   });
 });

@@ -18,7 +18,14 @@ import type { Iptables } from './types.js';
 import { netnsPath } from './validate.js';
 import type { Family } from './validate.js';
 
-export type { Iptables, PlacedRemoval, PlacedRule, RuleHandles } from './types.js';
+export type {
+  Iptables,
+  PlacedRemoval,
+  PlacedRule,
+  RuleHandles,
+  RuleSearch,
+  RuleSearchResult,
+} from './types.js';
 
 export interface IptablesOptions {
   /** `ipv4` runs iptables*, `ipv6` ip6tables*. Default `ipv4`. */

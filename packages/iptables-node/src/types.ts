@@ -116,4 +116,23 @@ export interface Iptables {
    * chain held the save's rules, and never sent. Resolves the transaction's size in bytes.
    */
   warmRemoval?(removal: PlacedRemoval): Promise<number>;
+  /**
+   * For each search, whether its chain exists and which of its needles some rule of the chain
+   * holds in its nf_tables message (a byte search: a comment's text, an address's bytes), read
+   * over netlink without an iptables exec, whatever the size of the ruleset. A needle found may
+   * be a false alarm (the bytes elsewhere in the rule); one not found is in no rule. Resolves
+   * undefined when there is no nf_tables link (`nft: false`, or it cannot be opened).
+   */
+  searchRules?(searches: readonly RuleSearch[]): Promise<readonly RuleSearchResult[] | undefined>;
 }
+
+/** A chain to search (`searchRules`), and the byte strings to look for in its rules. */
+export interface RuleSearch {
+  readonly table: Table;
+  readonly chain: string;
+  readonly needles: readonly Buffer[];
+}
+
+/** What `searchRules` found in one chain: none of it when the chain is not there. */
+export type RuleSearchResult =
+  { readonly exists: false } | { readonly exists: true; readonly found: readonly boolean[] };

@@ -1,4 +1,6 @@
 import { createCniCache } from '@allocnet/cni';
+import type { Family } from '@allocnet/iptables-node';
+import type { NodeKernel } from '../node.js';
 import type {
   AddResult,
   Attachment,
@@ -146,3 +148,25 @@ export type { LeakShape } from './leaks.js';
 
 export { healthyKernel } from './kernel.js';
 export type { FakeKernel } from './kernel.js';
+/** A `NodeKernel` that records what a setup would change in the node, and changes nothing. */
+export function recordingNode(): {
+  node: NodeKernel;
+  calls: ({ sysctl: string; value: string } | { forgetUdp: Family; ports: readonly number[] })[];
+} {
+  const calls: (
+    { sysctl: string; value: string } | { forgetUdp: Family; ports: readonly number[] }
+  )[] = [];
+  return {
+    calls,
+    node: {
+      setSysctl(name, value) {
+        calls.push({ sysctl: name, value });
+        return Promise.resolve();
+      },
+      forgetUdpFlows(family, ports) {
+        calls.push({ forgetUdp: family, ports: [...ports] });
+        return Promise.resolve();
+      },
+    },
+  };
+}
