@@ -38,7 +38,14 @@ export async function createCniConfigurator(
       checkSpec(ctx, spec);
     },
     ...createSetup(ctx),
-    ...createCheck(ctx, options.routeReader ?? createRouteReader()),
+    // By default the node's links are read where its iptables are (node.ts does the same).
+    ...createCheck(
+      ctx,
+      options.routeReader ??
+        createRouteReader(
+          ctx.iptables.ipv4.netns === undefined ? {} : { netns: ctx.iptables.ipv4.netns },
+        ),
+    ),
     ...createTeardown(ctx),
     ...createLeaks(ctx),
     holdAddresses: (attachments, opts) => holdAddresses(ctx, attachments, opts),

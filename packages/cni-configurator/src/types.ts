@@ -276,7 +276,8 @@ export interface CniConfiguratorOptions {
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /**
    * What CHECK reads links, addresses and routes through (rtnetlink; a fake in unit tests).
-   * Default the real one, in this process's namespace: the one the plugins run in.
+   * Default the real one, reading the node's links in `iptables.ipv4.netns` (this process's
+   * namespace when it has none): where the plugins run, and so the bridge and the host veths.
    */
   readonly routeReader?: RouteReader;
   readonly logger?: Logger;
