@@ -32,9 +32,16 @@ import type { ConfiguratorContext } from './context.js';
 import { invalidField, messageOf } from './errors.js';
 import type { NetworkFacts } from './facts.js';
 import { linesNotAbout, tagOf } from './marks.js';
-import { EMPTY_PLAN, EMPTY_STATE, describePlan, groupPlan, joinPlans } from './plan.js';
+import {
+  EMPTY_PLAN,
+  EMPTY_STATE,
+  describePlan,
+  groupPlanSteps,
+  joinPlans,
+  stepAt,
+} from './plan.js';
 import type { Plan } from './plan.js';
-import { planSteps, stepAt, tagsIn } from './planner.js';
+import { planSteps, tagsIn } from './planner.js';
 import type { Scan } from './planner.js';
 import { placedRemoval, scan, sweep } from './sweep.js';
 import type {
@@ -168,8 +175,8 @@ async function planScan(
     }),
     pause,
   );
-  await pause();
-  return { ids: [...ids].sort(), groups: groupPlan(planned) };
+  const groups = await runSliced(groupPlanSteps(planned), pause);
+  return { ids: [...ids].sort(), groups };
 }
 
 /** The leak report of a plan: each leaked id's part, and the orphans. */
@@ -203,7 +210,7 @@ async function warmReap(ctx: ConfiguratorContext, allocations: number): Promise<
   stream.write(Buffer.from(text));
   const found: Scan = {
     tables: new Map([
-      ['ipv4', await stream.end(text)],
+      ['ipv4', await stream.end()],
       ['ipv6', []],
     ]),
     reservations: [],
@@ -220,8 +227,7 @@ async function warmReap(ctx: ConfiguratorContext, allocations: number): Promise<
     );
     const removal = placedRemoval(part.rules, part.chains);
     if (removal !== undefined) await warmRemoval?.(removal);
-    await pause();
-    for (const [owner, p] of groupPlan(part)) {
+    for (const [owner, p] of await runSliced(groupPlanSteps(part), pause)) {
       await pause();
       if (owner !== undefined) leakOf(owner, p);
     }
@@ -306,8 +312,7 @@ export function createLeaks(
           },
           call,
         );
-        await pause();
-        const parts = groupPlan(last);
+        const parts = await runSliced(groupPlanSteps(last), pause);
         for (const owner of owners) {
           await pause();
           const part = parts.get(owner);

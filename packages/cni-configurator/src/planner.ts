@@ -16,7 +16,7 @@ import { familyOf } from './address.js';
 import { inSubnets } from './facts.js';
 import type { NetworkFacts } from './facts.js';
 import {
-  chainsOf,
+  chainsOfSteps,
   dnatDestination,
   firewallAddress,
   firewallSpecs,
@@ -26,6 +26,7 @@ import {
   tagOf,
 } from './marks.js';
 import type { Tag } from './marks.js';
+import { stepAt } from './plan.js';
 import type { CacheFile, Generations, Plan, PlannedChain, PlannedRule } from './plan.js';
 import type { FoundReservation } from './types.js';
 
@@ -37,12 +38,6 @@ export interface Scan {
   /** With `ScanOptions.atGeneration`: the families whose save came with its generation. */
   readonly generations?: Generations;
 }
-
-/** Rules between two pause points of a plan (a few hundred microseconds of work). */
-export const RULES_PER_STEP = 512;
-
-/** True at every `RULES_PER_STEP`th index: where a loop over rules yields. */
-export const stepAt = (i: number): boolean => i % RULES_PER_STEP === RULES_PER_STEP - 1;
 
 /** The tag of every tagged rule of a scan, both families, every table. */
 export function* tagsIn(found: Scan): Generator<Tag> {
@@ -107,6 +102,8 @@ function* planning(found: Scan, selection: Selection): Sliceable<Planning> {
       if (wanted(tag)) networks.add(tag.network);
       if (stepAt(i)) yield;
     }
+  const owned = yield* chainsOfSteps(selection.allocIds, networks);
+  const knownChains = yield* chainsOfSteps(selection.known ?? [], networks);
   return {
     found,
     selection,
@@ -117,8 +114,8 @@ function* planning(found: Scan, selection: Selection): Sliceable<Planning> {
       found.reservations.filter((r) => !selection.allocIds.has(r.allocId)).map((r) => r.address),
     ),
     only: selection.allocIds.size === 1 ? [...selection.allocIds][0] : undefined,
-    owned: chainsOf(selection.allocIds, networks),
-    knownChains: chainsOf(selection.known ?? [], networks),
+    owned,
+    knownChains,
   };
 }
 

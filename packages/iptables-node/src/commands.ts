@@ -192,11 +192,11 @@ export function createCommands(options: CommandsOptions): Commands {
     ];
     // Parsed as it is printed: the parse overlaps iptables-save's writing.
     const stream = createSaveStream(call?.lines);
-    const stdout = await run(argv, call, (chunk) => {
+    await run(argv, call, (chunk) => {
       stream.write(chunk);
     });
-    const tables = await parsed(argv, () => stream.end(stdout));
-    return { tables, start: stdout.slice(0, 200) };
+    const tables = await parsed(argv, () => stream.end());
+    return { tables, start: stream.start(200) };
   }
 
   return { binaries, wait, logger, tableArgs, describe, execute, failure, run, parsed, save };

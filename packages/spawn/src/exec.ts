@@ -18,8 +18,8 @@ export interface CommandSpec {
   readonly timeoutMs?: number;
   /**
    * Given stdout piece by piece as it arrives, in order, before `run` resolves (a reader that
-   * parses as the process writes). An exec that has the output only at the end gives it once;
-   * the result holds it whole all the same. It must not throw.
+   * parses as the process writes). An exec that has the output only at the end gives it once.
+   * The reader then has the output: the result's `stdout` is empty. It must not throw.
    */
   readonly onStdout?: (chunk: Buffer) => void;
 }

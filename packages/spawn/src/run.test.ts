@@ -16,7 +16,7 @@ describe.each<SpawnMethod>(['posix_spawn', 'child_process'])('runProcess over %s
     ).toEqual({ kind: 'exited', exitCode: 4, stdout: 'in\n', stderr: 'err\n' });
   });
 
-  test('onStdout is given the output piece by piece as it comes, all of it before the result', async () => {
+  test('onStdout is given the output piece by piece as it comes, all of it before the result, which does not hold it again', async () => {
     const pieces: string[] = [];
     let resolved = false;
     const running = runProcess({
@@ -35,7 +35,7 @@ describe.each<SpawnMethod>(['posix_spawn', 'child_process'])('runProcess over %s
       return r;
     });
     expect(pieces).toEqual(['first', 'second']);
-    expect(result).toEqual({ kind: 'exited', exitCode: 0, stdout: 'firstsecond', stderr: '' });
+    expect(result).toEqual({ kind: 'exited', exitCode: 0, stdout: '', stderr: '' });
   });
 
   test('without input the child reads /dev/null', async () => {

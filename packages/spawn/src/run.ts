@@ -11,8 +11,9 @@ export interface StartOptions extends SpawnOptions {
   /**
    * Given each piece of stdout as it arrives, in order, all of it before `run()` resolves, on the
    * event-loop thread: a reader that works on the output as it comes (iptables-save's parse)
-   * overlaps the process's writing. The output is kept whole for the result all the same. It
-   * must not throw: it runs in the pipe's event handler.
+   * overlaps the process's writing. The reader then has the output: the result's `stdout` is
+   * empty (joining megabytes of pieces into one string holds the event loop for tens of
+   * milliseconds: issue 28). It must not throw: it runs in the pipe's event handler.
    */
   readonly onStdout?: (chunk: Buffer) => void;
 }
@@ -88,8 +89,8 @@ export function startProcess(options: StartOptions): StartedProcess {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child?.stdout.on('data', (d: Buffer) => {
-    out.push(d);
-    onStdout?.(d);
+    if (onStdout === undefined) out.push(d);
+    else onStdout(d);
   });
   child?.stderr.on('data', (d: Buffer) => err.push(d));
   // A child that exits without reading all its input closes the pipe under us; its exit status

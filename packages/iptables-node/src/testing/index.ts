@@ -48,9 +48,10 @@ export function createRecordingExec(): RecordingExec {
       });
       const next = queue.shift() ?? ok();
       const result = typeof next === 'function' ? next(spec) : next;
-      // As an exec that has the output only at the end: once, whole.
-      if (result.stdout !== '') spec.onStdout?.(Buffer.from(result.stdout, 'utf8'));
-      return Promise.resolve(result);
+      // As an exec that has the output only at the end: once, whole, and then the reader has it.
+      if (spec.onStdout === undefined || result.stdout === '') return Promise.resolve(result);
+      spec.onStdout(Buffer.from(result.stdout, 'utf8'));
+      return Promise.resolve({ ...result, stdout: '' });
     },
   };
 }
