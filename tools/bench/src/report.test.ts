@@ -1,5 +1,8 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { seeded } from '@allocnet/testns';
-import { goals, markdown } from './report.js';
+import { KEPT_MARKER, goals, keptPart, markdown, writeReport } from './report.js';
 import type { Contender, ContenderSamples, SuiteResults } from './summary.js';
 import { median } from './stats.js';
 
@@ -316,5 +319,24 @@ describe('the CLI sections', () => {
     expect(row(text, '`node -e 0`')).toEqual(['110.0', '120.0', '1']);
     expect(row(text, 'the CLI ÷ (save read + `node -e 0`)')).toEqual(['2.43× [2.36, 2.50]']);
     expect(text).toContain('Scenario times: cli 12 s, reap-cli 31 s.');
+  });
+});
+
+describe('docs/performance.md', () => {
+  it('is rewritten above the kept marker, and what is below it is kept as it was', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'allocnet-report-'));
+    try {
+      const docs = join(dir, 'docs');
+      mkdirSync(docs);
+      const hand = `${KEPT_MARKER}\n\n## A run made alone\n\n| a   | b   |\n| --- | --- |\n| 1   | 2   |\n`;
+      writeFileSync(join(docs, 'performance.md'), `# Performance\n\nold run\n\n${hand}`);
+      await writeReport(EMPTY, { out: join(dir, 'out'), docs });
+      const text = readFileSync(join(docs, 'performance.md'), 'utf8');
+      expect(text).not.toContain('old run');
+      expect(text).toContain('## Latest run');
+      expect(keptPart(text)).toBe(hand);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

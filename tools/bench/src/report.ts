@@ -2,7 +2,7 @@
 // per scenario, every figure computed from the raw samples of suite.json by summary.ts, with the
 // charts of charts.ts beside it. docs/performance.md is this report under a fixed text saying how
 // things are measured; it says nothing about the results that its tables do not show.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
 import { latencySpec, png, scaleSpec, throughputSpec } from './charts.js';
@@ -121,6 +121,19 @@ export function markdown(r: SuiteResults, images: Images): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The line in docs/performance.md under which runs made apart from the suite are written by hand
+ * (a scenario run alone, on purpose): `--docs` rewrites what is above it and keeps what is below.
+ */
+export const KEPT_MARKER =
+  '<!-- Below: runs made apart from the last full suite run, kept as they are by suite.js --docs. -->';
+
+/** The hand-written part of a performance.md (from `KEPT_MARKER` on), or '' when it has none. */
+export function keptPart(text: string): string {
+  const at = text.indexOf(KEPT_MARKER);
+  return at < 0 ? '' : text.slice(at);
+}
+
 /** Writes suite.md and the charts into `out` (and docs/performance.md with its images); returns the markdown. */
 export async function writeReport(
   r: SuiteResults,
@@ -148,6 +161,7 @@ export async function writeReport(
       Object.entries(images).map(([k, v]) => [k, `performance/${v}`]),
     );
     const file = join(where.docs, 'performance.md');
+    const kept = existsSync(file) ? keptPart(readFileSync(file, 'utf8')) : '';
     const text = [
       '# Performance',
       '',
@@ -156,6 +170,7 @@ export async function writeReport(
       '## Latest run',
       '',
       markdown(r, docImages),
+      kept,
     ].join('\n');
     // Formatted as the repository’s docs are (lint checks docs/ with prettier).
     writeFileSync(
