@@ -543,6 +543,25 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
     expect(now.split('\n').filter((l) => l.includes(OTHER_ID))).toHaveLength(3);
   });
 
+  it('searchRules says a chain that is not there is not there, and an empty one is (the kernel dumps both as empty)', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await addMasquerade(ipt, '172.26.64.2', ID);
+    await ipt.newChain('nat', 'CNI-EMPTY-ONE');
+    expect(
+      await ipt.searchRules?.([
+        { table: 'nat', chain: 'POSTROUTING', needles: [Buffer.from(ID), Buffer.from('nowhere')] },
+        { table: 'nat', chain: 'CNI-NOT-THERE', needles: [Buffer.from(ID)] },
+        { table: 'nat', chain: 'CNI-EMPTY-ONE', needles: [Buffer.from(ID)] },
+        { table: 'mangle', chain: 'CNI-NOT-THERE', needles: [] },
+      ]),
+    ).toEqual([
+      { exists: true, found: [true, false] },
+      { exists: false },
+      { exists: true, found: [false] },
+      { exists: false },
+    ]);
+  });
+
   it('removes nothing and says changed when the ruleset moved on after the save', async () => {
     const ipt = createIptables({ netns: node.path });
     await addMasquerade(ipt, '172.26.64.2', ID);

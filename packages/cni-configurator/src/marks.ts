@@ -172,6 +172,22 @@ export function firewallSpecs(address: string, family: Family): string[][] {
   ];
 }
 
+/**
+ * What a rule's nf_tables message must hold when it is `spec` (`Iptables.searchRules`): its
+ * comment, else its /32 or /128 address's bytes; undefined when it has neither.
+ */
+export function needleOf(spec: readonly string[]): Buffer | undefined {
+  const comment = spec.indexOf('--comment');
+  if (comment >= 0 && spec[comment + 1] !== undefined) return Buffer.from(spec[comment + 1] ?? '');
+  for (const flag of ['-s', '-d']) {
+    const at = spec.indexOf(flag);
+    const [ip = '', bits] = (at >= 0 ? (spec[at + 1] ?? '') : '').split('/');
+    if ((bits === '32' || bits === '128') && ipaddr.isValid(ip))
+      return Buffer.from(ipaddr.parse(ip).toByteArray());
+  }
+  return undefined;
+}
+
 /** The address of one of the firewall plugin's accept rules, or undefined for any other rule. */
 export function firewallAddress(rule: Rule): string | undefined {
   const s = rule.spec;

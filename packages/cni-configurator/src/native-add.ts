@@ -23,14 +23,13 @@
 // portmap in the chain): a DEL from them, by allocnet or any other CNI runtime, removes what was
 // written here as the plugins would. A failed ADD's undo runs the reduced chain, so the setup
 // removes what it wrote itself (`unwrite`: native-del.ts, and the firewall's accepts).
-import ipaddr from 'ipaddr.js';
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
 import type { CallOptions, Family, IptablesBatch } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import type { ConfiguratorContext } from './context.js';
 import { messageOf } from './errors.js';
-import { firewallSpecs, masqueradeComment, masqueradeOf, specKey } from './marks.js';
+import { firewallSpecs, masqueradeComment, masqueradeOf, needleOf, specKey } from './marks.js';
 import { masqHandled, nativeDel } from './native-del.js';
 import {
   dnatComment,
@@ -191,19 +190,6 @@ async function exactlyPresent(
     }),
   );
   return present;
-}
-
-/** What a rule's nf_tables message must hold when it is `spec`: its comment, else its /32 or /128 address. */
-function needleOf(spec: readonly string[]): Buffer | undefined {
-  const comment = spec.indexOf('--comment');
-  if (comment >= 0 && spec[comment + 1] !== undefined) return Buffer.from(spec[comment + 1] ?? '');
-  for (const flag of ['-s', '-d']) {
-    const at = spec.indexOf(flag);
-    const [ip = '', bits] = (at >= 0 ? (spec[at + 1] ?? '') : '').split('/');
-    if ((bits === '32' || bits === '128') && ipaddr.isValid(ip))
-      return Buffer.from(ipaddr.parse(ip).toByteArray());
-  }
-  return undefined;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { CallOptions, Family } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import type { ConfiguratorContext } from './context.js';
 import { readReservation } from './ipam.js';
-import { allocChains, firewallSpecs, hasSpec } from './marks.js';
+import { allocChains, firewallSpecs, hasSpec, needleOf } from './marks.js';
 import type { AllocAttachment } from './types.js';
 
 /**
@@ -77,16 +77,23 @@ export function auditProbes(
       probes.push({ after: main, ask: () => exists(chains.masq) });
     probes.push({ after: 'portmap', ask: () => exists(chains.dnat) });
     if (facts.firewallAdminChain !== undefined) {
-      // One read of CNI-FORWARD, shared by concurrent teardowns, begun after this firewall DEL.
       const specs = attachment.addresses
         .filter((a) => familyOf(a) === family)
         .flatMap((address) => firewallSpecs(address, family));
       probes.push({
         after: 'firewall',
-        ask: () =>
-          ctx
-            .readChain(family, 'filter', 'CNI-FORWARD', call)
-            .then((rules) => specs.some((spec) => hasSpec(rules ?? [], spec))),
+        ask: async () => {
+          // First over netlink: when nf_tables holds CNI-FORWARD and none of its rules holds
+          // the addresses' bytes, none of the specs is left (no exec, whatever the size of the
+          // ruleset: issue 30). A chain nf_tables does not hold may be iptables-legacy's.
+          const needles = specs.flatMap((spec) => needleOf(spec) ?? []);
+          const [searched] =
+            (await ipt.searchRules?.([{ table: 'filter', chain: 'CNI-FORWARD', needles }])) ?? [];
+          if (searched?.exists === true && !searched.found.some(Boolean)) return false;
+          // Else one read of CNI-FORWARD, shared by concurrent teardowns, begun after this DEL.
+          const rules = await ctx.readChain(family, 'filter', 'CNI-FORWARD', call);
+          return specs.some((spec) => hasSpec(rules ?? [], spec));
+        },
       });
     }
   }

@@ -83,6 +83,10 @@ describe('warmReap', () => {
         asked.push(`${family} rules ${table} ${chain}`);
         return Promise.resolve([]);
       },
+      chainExists: (table, chain) => {
+        asked.push(`${family} chain ${table} ${chain}`);
+        return Promise.resolve(true);
+      },
       commit: () => Promise.reject(new Error('the warm-up committed')),
       close: () => undefined,
     });

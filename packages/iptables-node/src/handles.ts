@@ -113,8 +113,11 @@ function removalOps(
 /** One chain's search: each needle looked for in every rule's message (valid only in `inspect`). */
 async function searchChain(link: NftLink, search: RuleSearch): Promise<RuleSearchResult> {
   const found = search.needles.map(() => false);
+  const table = checkTable(search.table);
+  const chain = checkChain(search.chain);
+  let rules;
   try {
-    await link.rules(checkTable(search.table), checkChain(search.chain), (_, message) => {
+    rules = await link.rules(table, chain, (_, message) => {
       search.needles.forEach((needle, i) => {
         if (!found[i] && message.includes(needle)) found[i] = true;
       });
@@ -123,7 +126,36 @@ async function searchChain(link: NftLink, search: RuleSearch): Promise<RuleSearc
     if (error instanceof IptablesError && error.code === 'not-found') return { exists: false };
     throw error;
   }
+  // No rules: an empty chain, or none at all (the dump cannot tell them apart).
+  if (rules.length === 0 && !(await link.chainExists(table, chain))) return { exists: false };
   return { exists: true, found };
+}
+
+/**
+ * Whether the chain is there, asked over netlink (one GETCHAIN); undefined without a link or
+ * when the question fails (the caller then asks iptables).
+ */
+export async function chainExistsByLink(
+  options: Pick<HandlesOptions, 'family' | 'netns' | 'nft' | 'logger'>,
+  table: Table,
+  chain: string,
+): Promise<boolean | undefined> {
+  const { family, netns, nft, logger } = options;
+  let link: NftLink | undefined;
+  try {
+    link = nft === false ? undefined : nft(family, netns);
+    return await link?.chainExists(checkTable(table), checkChain(chain));
+  } catch (error) {
+    logger.debug('nf_tables: a chain was not asked about over netlink; asking iptables', {
+      family,
+      table,
+      chain,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return undefined;
+  } finally {
+    link?.close();
+  }
 }
 
 export function handleOps(

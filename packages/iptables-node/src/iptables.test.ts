@@ -133,7 +133,8 @@ describe('queries', () => {
   });
 
   it('chainExists asks for at most one rule and reads iptables-nft\'s "incompatible" answer as missing', async () => {
-    const { exec, ipt } = setup();
+    // Without a netlink link: the exec's way.
+    const { exec, ipt } = setup({ nft: false });
     exec.reply(
       ok('-N CNI-X\n'),
       exit(
@@ -562,6 +563,10 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
         current = generation + 1;
         return Promise.resolve(current);
       },
+      chainExists(table, chain) {
+        calls.push(`chain ${table} ${chain}`);
+        return Promise.resolve(chain !== 'GONE');
+      },
       close: () => calls.push('close'),
     };
     return { link, calls, commits };
@@ -685,23 +690,83 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     expect(fake.commits).toEqual([]);
   });
 
+  it('chainExists asks the link (one GETCHAIN, no exec) when there is one, trusts its no under nf_tables only, and asks iptables when the link fails', async () => {
+    const fake = fakeLink();
+    const exec = createRecordingExec().reply(ok('iptables v1.8.9 (nf_tables)\n'));
+    const ipt = createIptables({ exec, nft: () => fake.link });
+    await expect(ipt.chainExists('nat', 'CNI-X')).resolves.toBe(true);
+    await expect(ipt.chainExists('nat', 'GONE')).resolves.toBe(false);
+    await expect(ipt.chainExists('nat', 'GONE')).resolves.toBe(false);
+    expect(fake.calls).toEqual([
+      'chain nat CNI-X',
+      'close',
+      'chain nat GONE',
+      'close',
+      'chain nat GONE',
+      'close',
+    ]);
+    // The backend, asked once.
+    expect(exec.calls.map((c) => c.argv)).toEqual([['iptables', '--version']]);
+    // Under iptables-legacy a chain nf_tables does not hold may still be there: iptables says.
+    const legacyExec = createRecordingExec().reply(
+      ok('iptables v1.8.9 (legacy)\n'),
+      ok('-N GONE\n'),
+    );
+    const legacy = createIptables({ exec: legacyExec, nft: () => fake.link });
+    await expect(legacy.chainExists('nat', 'GONE')).resolves.toBe(true);
+    expect(legacyExec.calls.map((c) => c.argv)).toEqual([
+      ['iptables', '--version'],
+      ['iptables', '--wait', '-t', 'nat', '-S', 'GONE', '1'],
+    ]);
+    const exec2 = createRecordingExec().reply(ok('-N CNI-X\n'));
+    const broken = createIptables({
+      exec: exec2,
+      nft: () => ({
+        ...fake.link,
+        chainExists: () =>
+          Promise.reject(new IptablesError('GETCHAIN: EPERM', { code: 'permission' })),
+      }),
+    });
+    await expect(broken.chainExists('nat', 'CNI-X')).resolves.toBe(true);
+    expect(exec2.calls.map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'nat', '-S', 'CNI-X', '1'],
+    ]);
+  });
+
   it('searches chains for needles over one link, says which chain is not there, and gives nothing without a link', async () => {
     const fake = fakeLink();
     const link: NftLink = {
       ...fake.link,
+      // As the kernel answers a dump: a chain that is not there reads as an empty one, a table
+      // that is not there is ENOENT.
       rules: (table, chain, inspect) =>
-        chain === 'GONE'
-          ? Promise.reject(new IptablesError('GETRULE: not there', { code: 'not-found' }))
-          : fake.link.rules(table, chain, inspect),
+        chain === 'GONE' || chain === 'EMPTY'
+          ? Promise.resolve([])
+          : table === 'mangle'
+            ? Promise.reject(new IptablesError('GETRULE: not there', { code: 'not-found' }))
+            : fake.link.rules(table, chain, inspect),
     };
     const ipt = createIptables({ exec: createRecordingExec(), nft: () => link });
     expect(
       await ipt.searchRules?.([
         { table: 'nat', chain: 'POSTROUTING', needles: [Buffer.from(CHAIN), Buffer.from('x.y')] },
         { table: 'nat', chain: 'GONE', needles: [Buffer.from(CHAIN)] },
+        { table: 'nat', chain: 'EMPTY', needles: [Buffer.from(CHAIN)] },
+        { table: 'mangle', chain: 'PREROUTING', needles: [] },
       ]),
-    ).toEqual([{ exists: true, found: [true, false] }, { exists: false }]);
-    expect(fake.calls).toEqual(['rules nat POSTROUTING', 'close']);
+    ).toEqual([
+      { exists: true, found: [true, false] },
+      { exists: false },
+      { exists: true, found: [false] },
+      { exists: false },
+    ]);
+    // Only a chain whose dump came back empty is asked about.
+    expect(fake.calls).toEqual([
+      'rules nat POSTROUTING',
+      'chain nat GONE',
+      'chain nat EMPTY',
+      'close',
+    ]);
     const none = createIptables({ exec: createRecordingExec(), nft: false });
     expect(await none.searchRules?.([{ table: 'nat', chain: 'POSTROUTING', needles: [] }])).toBe(
       undefined,

@@ -20,6 +20,7 @@ const NFNL_MSG_BATCH_END = 0x11;
 const NFNL_SUBSYS_NFTABLES = 10;
 const NFT = NFNL_SUBSYS_NFTABLES << 8;
 const NFNL_BATCH_GENID = 1;
+const NFT_MSG_GETCHAIN = 4;
 const NFT_MSG_DELCHAIN = 5;
 const NFT_MSG_GETRULE = 7;
 const NFT_MSG_DELRULE = 8;
@@ -134,6 +135,20 @@ export function generationRequest(): Buffer {
 /** The generation a GETGEN answer carries. */
 export function generationOf(body: Buffer): number | undefined {
   return attributes(body).get(NFTA_GEN_ID)?.readUInt32BE(0);
+}
+
+/**
+ * A GETCHAIN of one chain (no dump), acked: its NEWCHAIN message and the ack when it is there,
+ * ENOENT when it (or its table) is not. A GETRULE dump cannot tell: the kernel answers a dump of
+ * a chain that is not there as one of an empty chain.
+ */
+export function chainRequest(family: Family, table: Table, chain: string): Buffer {
+  const w = new Writer();
+  const { start } = w.begin(NFT | NFT_MSG_GETCHAIN, NLM_F_REQUEST | NLM_F_ACK, NFPROTO[family], 0);
+  w.string(NFTA_CHAIN_TABLE, table);
+  w.string(NFTA_CHAIN_NAME, chain);
+  w.end(start);
+  return w.bytes();
 }
 
 /** A GETRULE dump of one chain: its rules, in the order iptables-save prints them. */

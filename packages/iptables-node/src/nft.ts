@@ -16,6 +16,7 @@ import type { IptablesError } from './errors.js';
 import { NLMSG_DONE, NLMSG_ERROR, failed, openNetlinkSocket } from './netlink.js';
 import type { NetlinkSocket } from './netlink.js';
 import {
+  chainRequest,
   generationOf,
   generationRequest,
   removalBatch,
@@ -31,14 +32,17 @@ export interface NftLink {
   /** The namespace's ruleset generation now. */
   generation(): Promise<number>;
   /**
-   * The handles of the chain's rules, in order; `not-found` when the chain (or its table) is
-   * not there. `inspect` sees each rule's message (valid only during the call), by index.
+   * The handles of the chain's rules, in order; `not-found` when the table is not there (a chain
+   * that is not there reads as an empty one: the kernel's dump does not tell them apart, and
+   * `chainExists` does). `inspect` sees each rule's message (valid only during the call), by index.
    */
   rules(
     table: Table,
     chain: string,
     inspect?: (index: number, message: Buffer) => void,
   ): Promise<bigint[]>;
+  /** Whether the chain is there (a GETCHAIN: one message, whatever the size of the ruleset). */
+  chainExists(table: Table, chain: string): Promise<boolean>;
   /**
    * Applies `ops` in one transaction if the ruleset is still at `generation`; throws `changed`
    * when it is not (nothing applied). Resolves the generation after the commit when the commit
@@ -123,6 +127,23 @@ export function openNftLink(family: Family, netns?: string): NftLink {
         (type) => type === NLMSG_DONE || type === NLMSG_ERROR,
       );
       return handles;
+    },
+
+    async chainExists(table, chain) {
+      const what = `GETCHAIN ${table} ${chain}`;
+      try {
+        await request(
+          socket,
+          what,
+          chainRequest(family, table, chain),
+          () => undefined,
+          (type) => type === NLMSG_ERROR,
+        );
+      } catch (error) {
+        if ((error as IptablesError).code === 'not-found') return false;
+        throw error;
+      }
+      return true;
     },
 
     async commit(generation, ops) {
