@@ -9,7 +9,7 @@ import type { Rule, RuleMatch, RuleOption, RuleTarget } from './rule.js';
 import { isIptablesError } from './errors.js';
 import type { IptablesError } from './errors.js';
 import { createRuleMemo, createSaveStream, parseIptablesSave, parseRuleListing } from './save.js';
-import type { Chain, SavedTable } from './save.js';
+import type { Chain, SavedTable, SaveStream } from './save.js';
 import { TABLES } from './validate.js';
 import type { Table } from './validate.js';
 
@@ -76,6 +76,11 @@ const cuts = fc.array(fc.nat({ max: 400 }), { maxLength: 8 });
 function streamed(bytes: Buffer, at: readonly number[], keep?: (line: string) => boolean) {
   let n = 0;
   const stream = createSaveStream(keep, () => (n++ % 2 === 0 ? undefined : Promise.resolve()));
+  return writtenInPieces(stream, bytes, at).end();
+}
+
+/** `bytes` written to `stream` in pieces cut at `at` (any order, beyond the end allowed). */
+function writtenInPieces(stream: SaveStream, bytes: Buffer, at: readonly number[]): SaveStream {
   let from = 0;
   for (const cut of [...at].sort((a, b) => a - b)) {
     const to = Math.min(cut, bytes.length);
@@ -83,7 +88,7 @@ function streamed(bytes: Buffer, at: readonly number[], keep?: (line: string) =>
     from = to;
   }
   stream.write(bytes.subarray(from));
-  return stream.end();
+  return stream;
 }
 
 /** Pure filters (the stream may ask about a line twice). */
@@ -129,15 +134,7 @@ describe('parseIptablesSave properties', () => {
   it("gives the output's first characters in any pieces", () => {
     fc.assert(
       fc.property(text, cuts, fc.nat({ max: 300 }), (t, at, chars) => {
-        const bytes = Buffer.from(t, 'utf8');
-        const stream = createSaveStream();
-        let from = 0;
-        for (const cut of [...at].sort((a, b) => a - b)) {
-          const to = Math.min(cut, bytes.length);
-          stream.write(bytes.subarray(from, to));
-          from = to;
-        }
-        stream.write(bytes.subarray(from));
+        const stream = writtenInPieces(createSaveStream(), Buffer.from(t, 'utf8'), at);
         expect(stream.start(chars)).toBe(t.slice(0, chars));
       }),
       parameters(300),
