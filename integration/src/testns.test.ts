@@ -1,6 +1,7 @@
 // The namespace helper every networking test stands on: it must make what it says and remove all
 // of it, also when a test fails or leaves a process, a veth or a bridge inside.
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { execa } from 'execa';
 import { createNetnsLab, requireNetworkTestHost, withNetnsLab } from '@allocnet/testns';
 
@@ -49,6 +50,21 @@ describe('a netns lab', () => {
       expect(existsSync(ns.path)).toBe(false);
     }
     expect((await listed()).filter((n) => n.startsWith(lab.prefix))).toEqual([]);
+  });
+
+  it('removes a file under /run/netns that is not a namespace (ip netns add killed half-way)', async () => {
+    // What a soak's Ctrl-C once left: `ip -n` refuses such a file, so removing it must not
+    // start by looking inside.
+    const lab = createNetnsLab();
+    const name = `${lab.prefix}-halfmade`;
+    const path = `/run/netns/${name}`;
+    try {
+      await writeFile(path, '');
+      lab.adopt(name);
+    } finally {
+      await lab.dispose();
+    }
+    expect(existsSync(path)).toBe(false);
   });
 
   it('wires a client to a node on 10.99.0.0/24 or the /24 it is given; the client reaches the node', async () => {

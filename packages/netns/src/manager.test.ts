@@ -104,6 +104,29 @@ describe('create, remove, list, pathOf', () => {
     expect(fake.calls[0]?.signal).toBe(controller.signal);
   });
 
+  it('lets ip netns add finish when aborted during it, then removes the namespace and is aborted', async () => {
+    const controller = new AbortController();
+    const calls: CommandSpec[] = [];
+    const netns = createIpNetnsManager({
+      run: (spec) => {
+        calls.push(spec);
+        // The abort arrives while `ip netns add` runs.
+        if (spec.args[1] === 'add') controller.abort();
+        return Promise.resolve(ok());
+      },
+    });
+    const error = await failure(netns.create('x', { signal: controller.signal }));
+    expect([error.code, error.message]).toEqual(['aborted', 'ip netns add x was aborted']);
+    expect(calls.map((c) => [c.file, ...c.args].join(' '))).toEqual([
+      'ip netns add x',
+      'ip netns del x',
+    ]);
+    expect(calls.map((c) => c.signal)).toEqual([undefined, undefined]);
+    // Already aborted: nothing runs.
+    expect((await failure(netns.create('y', { signal: controller.signal }))).code).toBe('aborted');
+    expect(calls).toHaveLength(2);
+  });
+
   it('removes: true when it was there, false when it was not, else the failure', async () => {
     const { fake, netns } = manager([
       ok(),

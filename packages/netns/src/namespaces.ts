@@ -30,7 +30,20 @@ export function namespaceOps(commands: NetnsCommands, ip: string): NetnsManager 
     pathOf: (name) => netnsPathOf(checkNetnsName(name)),
 
     async create(name, opts = {}) {
-      await must(ip, ['netns', 'add', checkNetnsName(name)], opts.signal);
+      const args = ['netns', 'add', checkNetnsName(name)];
+      const aborted = () =>
+        new NetnsError(`${[ip, ...args].join(' ')} was aborted`, { code: 'aborted' });
+      const isAborted = () => opts.signal?.aborted === true;
+      if (isAborted()) throw aborted();
+      // Not interrupted: `ip netns add` killed between making the file and mounting the namespace
+      // on it leaves a file that is not a namespace (`ip -n` refuses it, `ip netns list` prints
+      // "Peer netns reference is invalid"), or a namespace nobody knows of. It takes
+      // milliseconds; an abort meanwhile is answered after it, by removing what it made.
+      await must(ip, args);
+      if (isAborted()) {
+        await run(ip, ['netns', 'del', name]);
+        throw aborted();
+      }
       return netnsPathOf(name);
     },
 

@@ -7,7 +7,11 @@ export interface CallOptions {
 
 /** Named namespaces: what the allocation runner makes and removes. */
 export interface NetnsManager {
-  /** Makes the named namespace and returns its path; fails if it already exists. */
+  /**
+   * Makes the named namespace and returns its path; fails if it already exists. An abort is not
+   * passed to `ip netns add` (killed half-way it leaves a file that is not a namespace): one that
+   * comes during it removes the namespace again, then the call is `aborted`.
+   */
   create(name: string, options?: CallOptions): Promise<string>;
   /**
    * Removes the named namespace (also a leftover file that is no longer one); true when there was

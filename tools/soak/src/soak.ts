@@ -221,7 +221,10 @@ async function cleanUp(lab: NetnsLab, netns: IpNetnsManager, held: Held): Promis
   try {
     await lab.dispose();
   } catch (error) {
-    problems.push(messageOf(error));
+    // The lab says how many namespaces it could not remove; each one's reason is what helps.
+    const each =
+      error instanceof AggregateError ? error.errors.map((e) => `  ${messageOf(e)}`) : [];
+    problems.push([messageOf(error), ...each].join('\n'));
   }
   try {
     await rm(held.dir, { recursive: true, force: true });

@@ -173,11 +173,16 @@ export function createNetnsLab(options: { readonly prefix?: string } = {}): Netn
   async function remove(ns: TestNetns): Promise<void> {
     // A plain file check, not `netns.exists`: a file left by a half-made namespace goes too.
     if (!existsSync(ns.path)) return;
-    await netns.killAll(ns.name);
-    for (const link of await netns.links(ns.name)) {
-      // Deleting one end of a veth removes its peer, which may be listed here too: then it is
-      // not found, which deleteLink answers with false.
-      if (link !== 'lo') await netns.deleteLink(ns.name, link);
+    // A file that is not a namespace (`ip netns add` killed between making the file and mounting
+    // the namespace on it) has no process or link inside, and `ip -n` refuses it: only the
+    // file is left to delete, which `ip netns del` does.
+    if (await netns.exists(ns.path)) {
+      await netns.killAll(ns.name);
+      for (const link of await netns.links(ns.name)) {
+        // Deleting one end of a veth removes its peer, which may be listed here too: then it is
+        // not found, which deleteLink answers with false.
+        if (link !== 'lo') await netns.deleteLink(ns.name, link);
+      }
     }
     await netns.remove(ns.name);
     if (existsSync(ns.path))
