@@ -25,7 +25,7 @@
 // removes what it wrote itself (`unwrite`: native-del.ts, and the firewall's accepts).
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
-import type { CallOptions, Family, IptablesBatch } from '@allocnet/iptables-node';
+import type { CallOptions, Family, IptablesBatch, RuleSearchResult } from '@allocnet/iptables-node';
 import { familyOf } from './address.js';
 import type { ConfiguratorContext } from './context.js';
 import { messageOf } from './errors.js';
@@ -41,7 +41,7 @@ import {
   HOSTPORT,
 } from './native-rules.js';
 import type { NativeFirewall, NativePortmap, SharedRule } from './native-rules.js';
-import type { PortMapping } from './types.js';
+import type { IptablesState, PortMapping } from './types.js';
 
 export interface NativeAdd {
   /** The chain the plugins' ADD runs: without what is written here, the main plugin's ipMasq off. */
@@ -106,7 +106,7 @@ interface WriteOf {
 }
 
 /** One line of a write: a per-allocation chain declared (no `spec`), or a rule appended. */
-interface Line {
+export interface Line {
   readonly family: Family;
   readonly table: 'nat' | 'filter';
   readonly chain: string;
@@ -192,13 +192,61 @@ async function exactlyPresent(
   return present;
 }
 
+/** The chain a rule jumps to (`-j`), if it names one. */
+function targetOf(spec: readonly string[] | undefined): string | undefined {
+  const j = spec?.indexOf('-j') ?? -1;
+  return j < 0 ? undefined : spec?.[j + 1];
+}
+
+/**
+ * One family's chains (`own`: that family's lines) searched over netlink (`searchRules`), by `chainKey`; undefined without
+ * netlink. A chain whose every rule jumps to a chain of the allocation's own (POSTROUTING's jump
+ * to the masquerade chain, CNI-HOSTPORT-DNAT's to the DNAT chain) is searched only when one of
+ * those chains exists: nf_tables keeps no jump to a chain that is not there, and those shared
+ * chains grow with the node (a dump of each per setup was most of the search's cost at 1,000).
+ * A chain left unsearched is left out of the answer: none of its rules is there.
+ */
+export async function searchedOf(
+  iptables: Pick<IptablesState, 'searchRules'>,
+  own: readonly Line[],
+): Promise<Map<string, { chain: Line; found: RuleSearchResult }> | undefined> {
+  const chains = [...new Map(own.map((l) => [chainKey(l), l] as const)).values()];
+  const declared = new Set(own.filter((l) => l.spec === undefined).map(chainKey));
+  const ownTargets = (c: Line): string[] | undefined => {
+    const targets = own.filter((l) => chainKey(l) === chainKey(c) && l.spec).map((l) => targetOf(l.spec));
+    const keys = targets.map((t) => (t === undefined ? '' : chainKey({ ...c, chain: t })));
+    return keys.length > 0 && keys.every((k) => declared.has(k)) ? keys : undefined;
+  }; // prettier-ignore
+  const out = new Map<string, { chain: Line; found: RuleSearchResult }>();
+  const search = async (some: readonly Line[]): Promise<boolean> => {
+    if (some.length === 0) return true;
+    const searched = await iptables.searchRules?.(
+      some.map((c) => ({
+        table: c.table,
+        chain: c.chain,
+        needles: own
+          .filter((l) => chainKey(l) === chainKey(c) && l.spec)
+          .flatMap((l) => needleOf(l.spec ?? []) ?? []),
+      })),
+    );
+    if (searched === undefined) return false;
+    some.forEach((c, i) => out.set(chainKey(c), { chain: c, found: searched[i] ?? { exists: false } }));
+    return true;
+  }; // prettier-ignore
+  if (!(await search(chains.filter((c) => ownTargets(c) === undefined)))) return undefined;
+  const reachable = chains.filter((c) =>
+    ownTargets(c)?.some((k) => out.get(k)?.found.exists === true),
+  );
+  return (await search(reachable)) ? out : undefined;
+}
+
 /**
  * What the chains `lines` write to already hold (as `lineKey`s), as the plugins' unique appends
- * and their keeping of a chain that exists find it: one netlink search per family says which
- * chains exist and which rules may be there (their comment or address in a rule of the chain);
- * only a chain of the allocation's own that exists, or one where a rule may be there, is then
- * read with `iptables -S` and compared rule for rule. Undefined without netlink (a fake): the
- * write then takes everything to be new.
+ * and their keeping of a chain that exists find it: netlink searches per family (`searchedOf`)
+ * say which chains exist and which rules may be there (their comment or address in a rule of the
+ * chain); only a chain of the allocation's own that exists, or one where a rule may be there, is
+ * then read with `iptables -S` and compared rule for rule. Undefined without netlink (a fake):
+ * the write then takes everything to be new.
  */
 async function presentOf(
   ctx: ConfiguratorContext,
@@ -210,23 +258,15 @@ async function presentOf(
   const outcomes = await Promise.all(
     families.map(async (family) => {
       const own = lines.filter((l) => l.family === family);
-      const chains = [...new Map(own.map((l) => [chainKey(l), l] as const)).values()];
-      const rulesOf = (c: Line) => own.filter((l) => chainKey(l) === chainKey(c) && l.spec);
-      const searched = await ctx.iptables[family].searchRules?.(
-        chains.map((c) => ({
-          table: c.table,
-          chain: c.chain,
-          needles: rulesOf(c).flatMap((l) => needleOf(l.spec ?? []) ?? []),
-        })),
-      );
+      const searched = await searchedOf(ctx.iptables[family], own);
       if (searched === undefined) return false;
-      const reads = chains.filter((c, i) => {
-        const found = searched[i];
-        if (found?.exists !== true) return false;
+      const reads = [...searched.values()].flatMap(({ chain: c, found }) => {
+        if (!found.exists) return [];
         present.add(chainKey(c));
+        const rules = own.filter((l) => chainKey(l) === chainKey(c) && l.spec);
         const declared = own.some((l) => chainKey(l) === chainKey(c) && l.spec === undefined);
-        const unsure = rulesOf(c).some((l) => needleOf(l.spec ?? []) === undefined);
-        return declared || unsure || found.found.some(Boolean);
+        const unsure = rules.some((l) => needleOf(l.spec ?? []) === undefined);
+        return declared || unsure || found.found.some(Boolean) ? [c] : [];
       });
       for (const key of await exactlyPresent(ctx, reads, call)) present.add(key);
       return true;
