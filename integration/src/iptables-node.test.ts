@@ -562,6 +562,30 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
     ]);
   });
 
+  it('removeJumped removes the jumps to a chain and the chain in one transaction, and leaves a chain no jump leads to and its neighbours alone', async () => {
+    const ipt = createIptables({ netns: node.path });
+    await addMasquerade(ipt, '172.26.64.2', ID);
+    await addMasquerade(ipt, '172.26.64.3', OTHER_ID);
+    await ipt.newChain('nat', 'CNI-DN-NO-JUMP');
+    const before = await node.exec(['iptables-save', '-t', 'nat']);
+    expect(before.stdout).toContain(`-j ${CHAIN}`);
+    expect(
+      await ipt.removeJumped?.([
+        { table: 'nat', from: 'POSTROUTING', chain: CHAIN },
+        { table: 'nat', from: 'CNI-HOSTPORT-DNAT', chain: 'CNI-DN-NO-JUMP' },
+      ]),
+    ).toEqual([CHAIN]);
+    const now = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
+    expect(now).not.toContain(ID);
+    expect(now).not.toContain(CHAIN);
+    expect(now).toContain(':CNI-DN-NO-JUMP');
+    expect(now.split('\n').filter((l) => l.includes(OTHER_ID))).toHaveLength(3);
+    // Nothing left to find: nothing removed, nothing committed.
+    expect(await ipt.removeJumped?.([{ table: 'nat', from: 'POSTROUTING', chain: CHAIN }])).toEqual(
+      [],
+    );
+  });
+
   it('removes nothing and says changed when the ruleset moved on after the save', async () => {
     const ipt = createIptables({ netns: node.path });
     await addMasquerade(ipt, '172.26.64.2', ID);

@@ -6,8 +6,9 @@
 // Why: those plugins remove that state one iptables exec at a time, and nf_tables makes each exec
 // read the ruleset. portmap 1.1.1's DEL runs 18 of them (both families, whatever the allocation
 // had), the bridge's masquerade teardown 6: most of a DEL on an empty node, and more the fuller
-// the node (docs/cni.md). Here: two chain reads (shared with concurrent teardowns) and
-// one restore. What they remove is what the plugins' DEL removes, nothing else (docs/cni.md,
+// the node (docs/cni.md). Here, under nf_tables: two netlink dumps and one transaction by rule
+// handle (`removeJumped`); otherwise two chain reads (shared with concurrent teardowns) and one
+// restore. What they remove is what the plugins' DEL removes, nothing else (docs/cni.md,
 // "What the plugins leave"): portmap's DEL deletes the `CNI-DN-<h>` chain and its jumps in
 // CNI-HOSTPORT-DNAT (its shared chains stay); the masquerade teardown deletes the POSTROUTING
 // jump and the `CNI-<h>` chain. Neither depends on prevResult or on the container's namespace.
@@ -66,7 +67,14 @@ export function nativeDel(
     .filter((p) => !portmapHandled(p))
     .map((p) => (masqHandled(p) ? { ...p, raw: { ...p.raw, ipMasq: false } } : p));
 
-  async function removeIn(family: Family, call: CallOptions): Promise<string[]> {
+  async function removeIn(family: Family, call: CallOptions): Promise<readonly string[]> {
+    // Over nf_tables netlink: the jumps found in a dump of each shared chain and removed by
+    // handle, with the chains, in one transaction; no iptables exec (each reads the ruleset).
+    const jumped = await ctx.iptables[family].removeJumped?.(
+      wanted.map(({ chain, from }) => ({ table: 'nat', from, chain })),
+      call,
+    );
+    if (jumped !== undefined) return jumped;
     const listed = await Promise.all(
       wanted.map(({ from }) => ctx.readChain(family, 'nat', from, call)),
     );

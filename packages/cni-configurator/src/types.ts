@@ -206,7 +206,7 @@ export interface RetryOptions {
 }
 
 /**
- * What the configurator uses of one family's iptables: eight members of
+ * What the configurator uses of one family's iptables: members of
  * `@allocnet/iptables-node`'s `Iptables`, typed as there, so `createIptables()` is one and a test
  * fake needs only these. Changes are `restore` batches, but for the host prerequisites' fallback.
  */
@@ -242,6 +242,8 @@ export interface IptablesState {
    * it the write takes its per-allocation chains and rules to be new.
    */
   readonly searchRules?: Iptables['searchRules'];
+  /** A teardown's removal of its masquerade and DNAT chains with their jumps (native-del.ts). */
+  readonly removeJumped?: Iptables['removeJumped'];
 }
 
 export interface CniConfiguratorOptions {

@@ -2,6 +2,7 @@ export { createIptables } from './iptables.js';
 export type {
   Iptables,
   IptablesOptions,
+  JumpedChain,
   PlacedRemoval,
   PlacedRule,
   RuleHandles,

@@ -772,4 +772,53 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
       undefined,
     );
   });
+  it('removeJumped deletes the jumps (by handle) and the chain in one commit, reads again when the ruleset moved on, and is undefined off nf_tables', async () => {
+    const DNAT = 'CNI-DN-50e58ea77dc52e0c731e';
+    // POSTROUTING: a masquerade, the jump (handle 8); the DNAT chain has no jump in CNI-HOSTPORT-DNAT.
+    const fake = fakeLink({ messages: ['masquerade 10.9.9.9', `${COMMENT} ${CHAIN}\0`] });
+    const nfTables = () => createRecordingExec().reply(ok('iptables v1.8.9 (nf_tables)\n'));
+    const ipt = createIptables({ exec: nfTables(), nft: () => fake.link });
+    const targets = [
+      { table: 'nat' as const, from: 'POSTROUTING', chain: CHAIN },
+      { table: 'nat' as const, from: 'CNI-HOSTPORT-DNAT', chain: DNAT },
+    ];
+    expect(await ipt.removeJumped?.(targets)).toEqual([CHAIN]);
+    expect(fake.commits).toEqual([
+      {
+        generation: 41,
+        ops: [
+          { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: 8n },
+          { kind: 'flushChain', table: 'nat', chain: CHAIN },
+          { kind: 'deleteChain', table: 'nat', chain: CHAIN },
+        ],
+      },
+    ]);
+    // Another writer committed between the read and the commit: read and commit again.
+    const moving = fakeLink({ messages: [`${COMMENT} ${CHAIN}\0`] });
+    let refused = 0;
+    const link: NftLink = {
+      ...moving.link,
+      commit: (generation, ops) =>
+        refused++ === 0
+          ? Promise.reject(new IptablesError('moved on', { code: 'changed' }))
+          : moving.link.commit(generation, ops),
+    };
+    const again = createIptables({ exec: nfTables(), nft: () => link });
+    expect(await again.removeJumped?.(targets.slice(0, 1))).toEqual([CHAIN]);
+    expect([refused, moving.calls.filter((c) => c.startsWith('rules')).length]).toEqual([2, 2]);
+    // A name that only starts like the chain's is not a jump to it.
+    const longer = fakeLink({ messages: [`${COMMENT} ${CHAIN}0\0`] });
+    const none = createIptables({ exec: nfTables(), nft: () => longer.link });
+    expect(await none.removeJumped?.(targets.slice(0, 1))).toEqual([]);
+    expect(longer.commits).toEqual([]);
+    // Under iptables-legacy, or without a link: undefined, nothing asked of nf_tables.
+    const legacy = fakeLink();
+    const onLegacy = createIptables({
+      exec: createRecordingExec().reply(ok('iptables v1.8.9 (legacy)\n')),
+      nft: () => legacy.link,
+    });
+    expect(await onLegacy.removeJumped?.(targets)).toBeUndefined();
+    expect(legacy.calls).toEqual([]);
+    expect(await createIptables({ nft: false }).removeJumped?.(targets)).toBeUndefined();
+  });
 });

@@ -7,7 +7,7 @@ import { IptablesError } from './errors.js';
 import { createSpawnExec } from './exec.js';
 import type { CommandExec } from './exec.js';
 import { changeOps } from './changes.js';
-import { chainExistsByLink, handleOps } from './handles.js';
+import { chainExistsByLink, handleOps, removeJumpedByLink } from './handles.js';
 import type { OpenNft } from './handles.js';
 import { listingOps } from './listing.js';
 import type { Logger } from './logger.js';
@@ -23,6 +23,7 @@ export type {
   PlacedRemoval,
   PlacedRule,
   RuleHandles,
+  JumpedChain,
   RuleSearch,
   RuleSearchResult,
 } from './types.js';
@@ -108,6 +109,13 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
           : await chainExistsByLink({ family, netns, nft, logger }, table, chain);
       if (found === true || (found === false && (await isNfTables()))) return found;
       return listing.chainExists(table, chain, call);
+    },
+    // A rule nf_tables does not hold may be iptables-legacy's: only under nf_tables does finding
+    // no jump over netlink mean there is none.
+    async removeJumped(targets, call) {
+      if (call?.signal?.aborted === true || nft === false || !(await isNfTables()))
+        return undefined;
+      return removeJumpedByLink({ family, netns, nft, logger }, targets);
     },
   };
 }

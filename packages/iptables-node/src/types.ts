@@ -124,6 +124,24 @@ export interface Iptables {
    * undefined when there is no nf_tables link (`nft: false`, or it cannot be opened).
    */
   searchRules?(searches: readonly RuleSearch[]): Promise<readonly RuleSearchResult[] | undefined>;
+  /**
+   * Over nf_tables netlink, in one transaction: for each target whose chain `from` holds rules
+   * jumping to `chain`, those rules (by handle), then `chain` flushed and deleted; a target no
+   * jump leads to is left alone. Resolves the chains removed, or undefined when it cannot be done
+   * this way (no link, iptables not on nf_tables, an aborted call, the ruleset changed under every
+   * try): the caller then removes by spec.
+   */
+  removeJumped?(
+    targets: readonly JumpedChain[],
+    call?: CallOptions,
+  ): Promise<readonly string[] | undefined>;
+}
+
+/** A per-allocation chain (`removeJumped`) and the chain of its table that jumps to it. */
+export interface JumpedChain {
+  readonly table: Table;
+  readonly from: string;
+  readonly chain: string;
 }
 
 /** A chain to search (`searchRules`), and the byte strings to look for in its rules. */
