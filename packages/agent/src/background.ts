@@ -3,10 +3,10 @@
 import { isRunnerError } from '@allocnet/alloc-runner';
 import type { AllocRunner } from '@allocnet/alloc-runner';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
-import { releaseFreeMemory } from '@allocnet/spawn';
 import { WARM_REAP_ALLOCATIONS } from './defaults.js';
 import { messageOf } from './errors.js';
 import type { AgentLogger } from './logging.js';
+import { handBackMemory, memoryMiB } from './memory.js';
 import { warmReapEncoding } from './operator-handlers.js';
 
 /** What the warm-up uses of the configurator; a test's configurator may not have it. */
@@ -15,23 +15,26 @@ export type WarmingConfigurator = Partial<Pick<CniConfigurator, 'warmReap'>>;
 /**
  * Restores what the last run left, then reconciles once, in the background (the runner's
  * `startInBackground`): the agent serves meanwhile, an operation on an allocation still being
- * restored waits for that one. Returns how many allocations are being restored.
+ * restored waits for that one. With `after`, the holds and the restore begin once it settles.
+ * Returns how many allocations are being restored.
  */
 export function restoreInBackground(
   runner: AllocRunner,
   configurator: WarmingConfigurator,
   logger: AgentLogger,
+  after?: Promise<unknown>,
 ): number {
-  const { restoring, done } = runner.startInBackground();
+  const { restoring, done } = runner.startInBackground(after === undefined ? {} : { after });
   done.then(
-    (started) => {
-      // The restore read thousands of plugin and iptables outputs: hand back the heap glibc
-      // keeps after freeing them (docs/performance.md: the RSS after a restore).
-      releaseFreeMemory();
+    async (started) => {
+      // The restore read thousands of plugin and iptables outputs: hand back the memory they
+      // took (memory.ts; docs/performance.md: the RSS after a restore).
+      const gcMs = await handBackMemory();
       logger.info('restored allocations from the last run', {
         ...started.restore.counts,
         durationMs: started.restore.durationMs,
-        rssMiB: Math.round(process.memoryUsage.rss() / 2 ** 20),
+        ...memoryMiB(),
+        ...(gcMs === undefined ? {} : { gcMs }),
       });
       void warmReapPath(configurator, logger);
     },
@@ -69,10 +72,14 @@ async function warmReapPath(configurator: WarmingConfigurator, logger: AgentLogg
   try {
     const report = await configurator.warmReap(WARM_REAP_ALLOCATIONS);
     await warmReapEncoding(report.leaks);
+    const durationMs = Math.round(performance.now() - started);
+    // The warm-up built a reap of thousands of leaks to throw away: its memory goes back too.
+    const gcMs = await handBackMemory();
     logger.info('warmed the reap path', {
       allocations: report.leaks.length,
-      durationMs: Math.round(performance.now() - started),
-      rssMiB: Math.round(process.memoryUsage.rss() / 2 ** 20),
+      durationMs,
+      ...memoryMiB(),
+      ...(gcMs === undefined ? {} : { gcMs }),
     });
   } catch (error) {
     logger.warn('warming the reap path failed; the first reap runs cold', {

@@ -336,7 +336,8 @@ async function openMetricsServer(
 /**
  * Opens the agent's parts: the TLS files and operator token (an operator's mistakes first),
  * the socket claim, the data dir, the configurator, the runner, the CNI door (listening, not
- * ready), restore, the gRPC door and the metrics listener, then the CNI door's queue replay.
+ * ready), the restore (begun in the background once the gRPC door listens), the gRPC door and
+ * the metrics listener, then the CNI door's queue replay.
  * Throws `AgentError` (`invalid-config`, `socket-in-use`, `data-dir-in-use`, `listen-failed`,
  * `start-failed`, `aborted`), leaving in `opened` what to close.
  */
@@ -369,16 +370,27 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     metrics,
     opened,
   });
-  const restoring = restoreInBackground(theRunner, configurator, logger);
+  // The holds and the restore begin once the gRPC door listens: a restart's first answers (the
+  // scheduler's list, a status) then come before a thousand allocations' file and plugin work
+  // (docs/performance.md, serving). Operations still wait for the holds (the runner's `begin`).
+  let listening = () => {};
+  const gate = new Promise<void>((resolve) => (listening = resolve));
+  const restoring = restoreInBackground(theRunner, configurator, logger, gate);
   checkNotAborted(signal);
-  const { reload, handlers, servers } = await openGrpcDoor(options, {
-    runner: theRunner,
-    configurator,
-    runtime,
-    metrics,
-    tls,
-    token,
-  });
+  let door;
+  try {
+    door = await openGrpcDoor(options, {
+      runner: theRunner,
+      configurator,
+      runtime,
+      metrics,
+      tls,
+      token,
+    });
+  } finally {
+    listening();
+  }
+  const { reload, handlers, servers } = door;
   const metricsServer = await openMetricsServer(options, metrics);
 
   await cniDoor.open(signal);

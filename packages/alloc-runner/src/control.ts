@@ -15,6 +15,16 @@ export interface OperationOptions {
   readonly signal?: AbortSignal;
 }
 
+/** `startInBackground`'s options. */
+export interface BackgroundOptions extends OperationOptions {
+  /**
+   * The holds of the recorded addresses, then the restore, begin once this settles (the agent:
+   * once it answers, so that its first answers do not wait behind a thousand allocations' work).
+   * Operations are admitted after the holds all the same.
+   */
+  readonly after?: Promise<unknown>;
+}
+
 export interface StartReport {
   readonly restore: RestoreReport;
   readonly reconcile: ReconcileReport;
@@ -43,7 +53,7 @@ export interface RunControl {
   /** Restore (in the restore lane), then the retry's kick. */
   restore(signal: AbortSignal | undefined): Promise<RestoreReport>;
   /** Restore, the first reconcile, then the timer; once (a second call is a `conflict`). */
-  begin(options: OperationOptions): BackgroundStart;
+  begin(options: BackgroundOptions): BackgroundStart;
   reconcile(signal: AbortSignal | undefined): Promise<ReconcileReport>;
   close(): Promise<void>;
 }
@@ -78,7 +88,7 @@ export function createRunControl(ctx: RunnerContext, settings: RunnerSettings): 
     if (closing) throw shuttingDown();
   }
 
-  function begin(opts: OperationOptions): BackgroundStart {
+  function begin(opts: BackgroundOptions): BackgroundStart {
     refuseIfClosing();
     if (started) {
       throw new RunnerError('the allocation runner is already started', { code: 'conflict' });
@@ -91,9 +101,12 @@ export function createRunControl(ctx: RunnerContext, settings: RunnerSettings): 
     const restoring = ctx.store.list().length;
     // Quick (a small file per address), and before any operation: no setup runs an IPAM plugin
     // before every recorded address is held.
-    const holding = holdRecorded(ctx, signal).finally(() => {
-      if (admitted === holding) admitted = undefined;
-    });
+    const after = opts.after?.catch(() => undefined) ?? Promise.resolve();
+    const holding = after
+      .then(() => holdRecorded(ctx, signal))
+      .finally(() => {
+        if (admitted === holding) admitted = undefined;
+      });
     admitted = holding;
     const done = (async () => {
       await holding;

@@ -5,6 +5,7 @@ export type {
   AttachOptions,
   AttachResult,
   DetachResult,
+  BackgroundOptions,
   BackgroundStart,
   OperationOptions,
   ReconcileOptions,

@@ -890,6 +890,28 @@ describe('a start with the restore in the background', () => {
     expect(configurator.callsOf('setup').map((c) => c.allocId)).toEqual([C]);
   });
 
+  it('with `after`, holds and restores nothing before it settles, answers meanwhile, and admits no operation before the holds', async () => {
+    const first = await make();
+    await first.runner.setup(spec(A));
+    await first.runner.close();
+    first.configurator.clearCalls();
+
+    const { runner, configurator } = await make(first);
+    const listening = createDeferred();
+    const background = runner.startInBackground({ after: listening.promise });
+    const setup = runner.setup(spec(C));
+    await setImmediate();
+    await setImmediate();
+    // Nothing yet: no hold, no CHECK, no setup; what the store holds is listed all the same.
+    expect(configurator.calls).toEqual([]);
+    expect(runner.list().map((r) => r.allocId)).toEqual([A]);
+    listening.resolve();
+    await setup;
+    await background.done;
+    expect(configurator.calls.map((c) => c.method)[0]).toBe('holdAddresses');
+    expect(configurator.callsOf('setup').map((c) => c.allocId)).toEqual([C]);
+  });
+
   it('is stopped by close(): what was not restored is restored at the next start', async () => {
     const first = await make();
     await first.runner.setup(spec(A));

@@ -9,7 +9,12 @@ import { silentLogger } from '@allocnet/base';
 import type { AllocNetworkStatus } from '@allocnet/cni-configurator';
 import { createRunnerContext, systemClock } from './context.js';
 import { createRunControl } from './control.js';
-import type { BackgroundStart, OperationOptions, StartReport } from './control.js';
+import type {
+  BackgroundOptions,
+  BackgroundStart,
+  OperationOptions,
+  StartReport,
+} from './control.js';
 import { attach, detach } from './attach.js';
 import type { AttachResult, DetachResult } from './attach.js';
 import { crashPointsFromEnv } from './crash.js';
@@ -38,7 +43,12 @@ import { forceCleanup, teardown } from './teardown.js';
 import type { ForceCleanupOptions, RunnerCleanupReport, RunnerTeardownReport } from './teardown.js';
 
 export type { AllocRunnerOptions, ReconcileOptions, RunnerConfigurator } from './options.js';
-export type { BackgroundStart, OperationOptions, StartReport } from './control.js';
+export type {
+  BackgroundOptions,
+  BackgroundStart,
+  OperationOptions,
+  StartReport,
+} from './control.js';
 export type { RunnerStats } from './stats.js';
 export type { AttachResult, DetachResult } from './attach.js';
 
@@ -56,9 +66,9 @@ export interface AllocRunner {
    * allocation's turn, in a lane of the queue of its own (queue.ts), so that an operation on an
    * allocation being restored waits for that one restore only and a new allocation does not
    * wait at all. The first reconcile follows the restore. `close()` aborts a restore under way.
-   * Call it, or `start`, once.
+   * Call it, or `start`, once. With `after`, the holds and the restore wait for it.
    */
-  startInBackground(options?: OperationOptions): BackgroundStart;
+  startInBackground(options?: BackgroundOptions): BackgroundStart;
   /** Whether the restore after the start has not settled this allocation yet. */
   isRestoring(allocId: string): boolean;
   /** Settles every record left by the last run (see `RestoreResult`). `start` calls it. */

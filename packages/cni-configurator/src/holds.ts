@@ -14,6 +14,8 @@
 // Concurrency: see room.ts for the rule between reclaims and new setups of one directory. Hold
 // files need no lock: they are created O_EXCL (as host-local creates its own) and removed only by
 // their owner's operation, and the runner never runs two operations on one allocation at once.
+import { mkdir } from 'node:fs/promises';
+import { setImmediate } from 'node:timers/promises';
 import { logInfo } from '@allocnet/base';
 import type { NetworkConfig } from '@allocnet/cni';
 import type { ConfiguratorContext } from './context.js';
@@ -25,6 +27,9 @@ import { resolveNetwork } from './networks.js';
 import type { AllocAttachment, HoldReport, LostAddress, OperationOptions } from './types.js';
 
 type Call = { signal?: AbortSignal };
+
+/** How many addresses `holdAddresses` holds between two turns of the event loop (~2 ms). */
+const HOLD_SLICE = 64;
 
 /** Why `address` cannot be held or reclaimed in `facts`' network, or undefined. */
 function outOfRange(facts: NetworkFacts, address: string): string | undefined {
@@ -61,26 +66,32 @@ export async function holdAddresses(
   let held = 0;
   let kept = 0;
   const lost: LostAddress[] = [];
-  await Promise.all(
-    attachments.map(async (a) => {
-      opts?.signal?.throwIfAborted();
-      const facts = ctx.factsOf(await currentNetwork(ctx, a));
-      const dir = facts.ipamDir;
-      if (dir === undefined) return;
-      for (const address of a.addresses) {
-        const where = { allocId: a.allocId, network: facts.name, address };
-        const range = outOfRange(facts, address);
-        if (range !== undefined) {
-          lost.push({ ...where, reason: range });
-          continue;
-        }
-        const found = await writeHold(facts.name, dir, address, a);
-        if (found === undefined) held++;
-        else if (found.allocId === a.allocId) kept++;
-        else lost.push({ ...where, reason: heldBy(found.allocId) });
+  const dirs = new Set<string>();
+  let done = 0;
+  for (const a of attachments) {
+    opts?.signal?.throwIfAborted();
+    const facts = ctx.factsOf(await currentNetwork(ctx, a));
+    const dir = facts.ipamDir;
+    if (dir === undefined) continue;
+    // host-local makes the directory with its first ADD; after a reboot it is not there yet.
+    if (!dirs.has(dir)) await mkdir(dir, { recursive: true, mode: 0o755 });
+    dirs.add(dir);
+    for (const address of a.addresses) {
+      const where = { allocId: a.allocId, network: facts.name, address };
+      const range = outOfRange(facts, address);
+      if (range !== undefined) {
+        lost.push({ ...where, reason: range });
+        continue;
       }
-    }),
-  );
+      const found = writeHold(facts.name, dir, address, a);
+      if (found === undefined) held++;
+      else if (found.allocId === a.allocId) kept++;
+      else lost.push({ ...where, reason: heldBy(found.allocId) });
+      // The files are read and written synchronously (writeHold): a slice at a time, so that
+      // the agent answers meanwhile.
+      if (++done % HOLD_SLICE === 0) await setImmediate();
+    }
+  }
   if (held > 0 || lost.length > 0)
     logInfo(ctx.logger, 'held the recorded addresses', { held, kept, lost: lost.length });
   return { held, kept, lost };
