@@ -7,11 +7,12 @@ import { attachmentsOf, isRunnerError, specDifferences } from '@allocnet/alloc-r
 import type { AllocRecord, AllocRunner } from '@allocnet/alloc-runner';
 import { DEFAULT_NETWORK_NAME } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
-import type { AllocNetworkServiceHandlers } from '@allocnet/proto';
+import type { AllocNetworkServiceHandlers, ListAllocNetworksResponse } from '@allocnet/proto';
 import { cut, idForLog } from './call.js';
 import type { CallHandler } from './call.js';
 import { hostStateMessage, stateCounts, statusMessage } from './convert.js';
 import { AgentError, messageOf } from './errors.js';
+import { createListEncoder } from './list-encode.js';
 import {
   decodeAttachRequest,
   decodeCheckRequest,
@@ -149,6 +150,7 @@ function readCalls(
 > {
   const { runner } = deps;
   const defaultNetwork = defaultNetworkOf(deps.configurator);
+  const encodeList = createListEncoder(statusMessage);
   const recordOf = (allocId: string): AllocRecord => {
     const record = runner.get(allocId);
     if (record === undefined)
@@ -172,10 +174,9 @@ function readCalls(
       decodeEmptyRequest(request);
       const records = runner.list();
       fields.count = records.length;
-      const network = defaultNetwork();
-      return Promise.resolve({
-        allocations: records.map((r) => statusMessage(r, network, runner.isRestoring(r.allocId))),
-      });
+      const encoded = encodeList(records, defaultNetwork(), (id) => runner.isRestoring(id));
+      // Already bytes (list-encode.ts): call.ts writes them as they are.
+      return Promise.resolve(encoded as unknown as ListAllocNetworksResponse);
     }),
 
     CheckAllocNetwork: unary('check', 'info', async (request, { signal, fields }) => {

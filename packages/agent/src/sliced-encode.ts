@@ -28,6 +28,11 @@ export function preEncodedBytes(value: PreEncoded): Buffer {
   return value[PRE_ENCODED];
 }
 
+/** A response given as its bytes. */
+export function preEncoded(bytes: Buffer): PreEncoded {
+  return { [PRE_ENCODED]: bytes };
+}
+
 /** A varint at `at`: its value and where the next field starts. */
 function varintAt(bytes: Buffer, at: number): { value: number; next: number } {
   let value = 0;
@@ -77,5 +82,5 @@ export async function encodeInSlices<T>(
   if (tag === undefined)
     throw new AgentError('a sliced response has no part', { code: 'encode-failed' });
   const payload = Buffer.concat(payloads);
-  return { [PRE_ENCODED]: Buffer.concat([tag, varint(payload.length), payload]) };
+  return preEncoded(Buffer.concat([tag, varint(payload.length), payload]));
 }
