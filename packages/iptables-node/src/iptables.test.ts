@@ -544,6 +544,13 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     '',
   ].join('\n');
 
+  /** The transaction that removes POSTROUTING's jump (handle 8) and the chain it jumps to. */
+  const JUMP_AND_CHAIN_OPS: NftOp[] = [
+    { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: 8n },
+    { kind: 'flushChain', table: 'nat', chain: CHAIN },
+    { kind: 'deleteChain', table: 'nat', chain: CHAIN },
+  ];
+
   /** A kernel at generation 41 (or `generations`, read by read) whose POSTROUTING has two rules (handles 7 and 8). */
   function fakeLink(options: { generations?: number[]; messages?: string[] } = {}) {
     const generations = [...(options.generations ?? [])];
@@ -593,16 +600,7 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     const { ipt, generation, removal } = await saved(fake.link);
     expect(generation).toBe(41);
     const next = await ipt.removeAt?.({ generation: 41, lists: new Map() }, removal);
-    expect(fake.commits).toEqual([
-      {
-        generation: 41,
-        ops: [
-          { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: 8n },
-          { kind: 'flushChain', table: 'nat', chain: CHAIN },
-          { kind: 'deleteChain', table: 'nat', chain: CHAIN },
-        ],
-      },
-    ]);
+    expect(fake.commits).toEqual([{ generation: 41, ops: JUMP_AND_CHAIN_OPS }]);
     expect(next).toEqual({ generation: 42, lists: new Map([['nat POSTROUTING', [7n, 8n]]]) });
     // A next removal out of the same save reads no chain again: the handles do not change.
     fake.calls.length = 0;
@@ -783,16 +781,7 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
       { table: 'nat' as const, from: 'CNI-HOSTPORT-DNAT', chain: DNAT },
     ];
     expect(await ipt.removeJumped?.(targets)).toEqual([CHAIN]);
-    expect(fake.commits).toEqual([
-      {
-        generation: 41,
-        ops: [
-          { kind: 'deleteRule', table: 'nat', chain: 'POSTROUTING', handle: 8n },
-          { kind: 'flushChain', table: 'nat', chain: CHAIN },
-          { kind: 'deleteChain', table: 'nat', chain: CHAIN },
-        ],
-      },
-    ]);
+    expect(fake.commits).toEqual([{ generation: 41, ops: JUMP_AND_CHAIN_OPS }]);
     // Another writer committed between the read and the commit: read and commit again.
     const moving = fakeLink({ messages: [`${COMMENT} ${CHAIN}\0`] });
     let refused = 0;
