@@ -199,8 +199,8 @@ function targetOf(spec: readonly string[] | undefined): string | undefined {
 }
 
 /**
- * One family's chains (`own`: that family's lines) searched over netlink (`searchRules`), by `chainKey`; undefined without
- * netlink. A chain whose every rule jumps to a chain of the allocation's own (POSTROUTING's jump
+ * One family's chains (`own`: that family's lines) searched over netlink (`searchRules`), by
+ * `chainKey`; undefined without netlink. A chain whose every rule jumps to a chain of the allocation's own (POSTROUTING's jump
  * to the masquerade chain, CNI-HOSTPORT-DNAT's to the DNAT chain) is searched only when one of
  * those chains exists: nf_tables keeps no jump to a chain that is not there, and those shared
  * chains grow with the node (a dump of each per setup was most of the search's cost at 1,000).

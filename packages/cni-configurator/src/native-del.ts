@@ -69,7 +69,8 @@ export function nativeDel(
 
   async function removeIn(family: Family, call: CallOptions): Promise<readonly string[]> {
     // Over nf_tables netlink: the jumps found in a dump of each shared chain and removed by
-    // handle, with the chains, in one transaction; no iptables exec (each reads the ruleset).
+    // handle, with the chains, in one transaction; no iptables process (`-S` of a shared chain
+    // reads all of it: 121 ms for CNI-HOSTPORT-DNAT at 1,000 live).
     const jumped = await ctx.iptables[family].removeJumped?.(
       wanted.map(({ chain, from }) => ({ table: 'nat', from, chain })),
       call,
