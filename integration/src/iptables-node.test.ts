@@ -586,6 +586,97 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
     );
   });
 
+  /** The firewall plugin's two accepts of an address (`host`: with its /32 or /128). */
+  const accepts = (host: string) => [
+    ['-d', host, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'],
+    ['-s', host, '-j', 'ACCEPT'],
+  ];
+
+  it('removeAccepts removes the first of each of an address’s two firewall accepts, in both families, and leaves every other rule alone', async () => {
+    const families = [
+      { ipt: createIptables({ netns: node.path }), mine: '10.9.0.2', other: '10.9.0.20', bits: 32 },
+      { ipt: createIptables({ netns: node.path, family: 'ipv6' }), mine: 'fd00::2', other: 'fd00::20', bits: 128 },
+    ]; // prettier-ignore
+    for (const { ipt, mine, other, bits } of families) {
+      await ipt.newChain('filter', 'CNI-FORWARD');
+      await ipt.newChain('filter', 'CNI-ADMIN');
+      await ipt.append('filter', 'CNI-FORWARD', ['-j', 'CNI-ADMIN']);
+      for (const spec of [...accepts(`${other}/${bits}`), ...accepts(`${mine}/${bits}`)])
+        await ipt.append('filter', 'CNI-FORWARD', spec);
+      // A second copy of one: `iptables -D` removes the first only.
+      await ipt.append('filter', 'CNI-FORWARD', ['-s', `${mine}/${bits}`, '-j', 'ACCEPT']);
+    }
+    const bytes = (a: string) =>
+      Buffer.from(a.includes(':') ? [0xfd, ...Array<number>(14).fill(0), 2] : [10, 9, 0, 2]);
+    for (const { ipt, mine } of families)
+      expect(
+        await ipt.removeAccepts?.({
+          table: 'filter',
+          chain: 'CNI-FORWARD',
+          addresses: [bytes(mine)],
+        }),
+      ).toEqual({ removed: 2, left: 1 }); // the copy stays
+    for (const [save, mine, other, bits] of [
+      ['iptables-save', '10.9.0.2', '10.9.0.20', 32],
+      ['ip6tables-save', 'fd00::2', 'fd00::20', 128],
+    ] as const) {
+      const forward = (await node.exec([save, '-t', 'filter'])).stdout
+        .split('\n')
+        .filter((l) => l.startsWith('-A CNI-FORWARD'));
+      expect(forward).toEqual([
+        '-A CNI-FORWARD -j CNI-ADMIN',
+        ...accepts(`${other}/${bits}`).map((spec) => `-A CNI-FORWARD ${spec.join(' ')}`),
+        `-A CNI-FORWARD -s ${mine}/${bits} -j ACCEPT`,
+      ]);
+    }
+    // The copy goes next; then nothing is left to remove.
+    const v4 = families[0]?.ipt;
+    const removal = {
+      table: 'filter' as const,
+      chain: 'CNI-FORWARD',
+      addresses: [bytes('10.9.0.2')],
+    };
+    expect(await v4?.removeAccepts?.(removal)).toEqual({ removed: 1, left: 0 });
+    expect(await v4?.removeAccepts?.(removal)).toEqual({ removed: 0, left: 0 });
+  });
+
+  it('removeAccepts removes nothing and is undefined when a rule holding the address is not one of the accepts', async () => {
+    const ipt = createIptables({ netns: node.path });
+    const removal = {
+      table: 'filter' as const,
+      chain: 'CNI-FORWARD',
+      addresses: [Buffer.from([10, 9, 0, 2])],
+    };
+    // No chain, no table: nothing to remove.
+    expect(await ipt.removeAccepts?.(removal)).toEqual({ removed: 0, left: 0 });
+    await ipt.newChain('filter', 'CNI-FORWARD');
+    for (const spec of accepts('10.9.0.2/32')) await ipt.append('filter', 'CNI-FORWARD', spec);
+    const lookalikes = [
+      ['-s', '10.9.0.2/32', '-p', 'tcp', '-j', 'ACCEPT'],
+      ['-s', '10.9.0.2/32', '-j', 'DROP'],
+      ['-s', '10.9.0.2/32', '-m', 'comment', '--comment', 'mine', '-j', 'ACCEPT'],
+      ['-d', '10.9.0.2/32', '-m', 'conntrack', '--ctstate', 'ESTABLISHED', '-j', 'ACCEPT'],
+      ['-s', '10.9.0.2/32', '-d', '10.9.0.3/32', '-j', 'ACCEPT'],
+    ]; // prettier-ignore
+    for (const spec of lookalikes) {
+      await ipt.append('filter', 'CNI-FORWARD', spec);
+      const before = await ruleset();
+      expect([spec.join(' '), await ipt.removeAccepts?.(removal)]).toEqual([
+        spec.join(' '),
+        undefined,
+      ]);
+      expect(await ruleset()).toBe(before);
+      await ipt.delete('filter', 'CNI-FORWARD', spec);
+    }
+    // A plain accept of the destination is an accept, not one of the firewall's: it stays.
+    await ipt.append('filter', 'CNI-FORWARD', ['-d', '10.9.0.2/32', '-j', 'ACCEPT']);
+    expect(await ipt.removeAccepts?.(removal)).toEqual({ removed: 2, left: 1 });
+    const forward = (await node.exec(['iptables-save', '-t', 'filter'])).stdout
+      .split('\n')
+      .filter((l) => l.startsWith('-A CNI-FORWARD'));
+    expect(forward).toEqual(['-A CNI-FORWARD -d 10.9.0.2/32 -j ACCEPT']);
+  });
+
   it('removes nothing and says changed when the ruleset moved on after the save', async () => {
     const ipt = createIptables({ netns: node.path });
     await addMasquerade(ipt, '172.26.64.2', ID);

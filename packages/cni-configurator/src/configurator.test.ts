@@ -435,9 +435,11 @@ describe('teardown', () => {
     expect(runtime.calls.map((c) => c.verb)).toEqual(['ADD', 'DEL']);
     expect(runtime.calls[1]?.attachment).toEqual(runtime.calls[0]?.attachment);
     const { masq, dnat } = allocChains('nomad', ID);
-    // The jumps to its chains are looked for beside the DEL; none found, the chains themselves
-    // are asked for once the DEL exited (CNI-FORWARD's read is batched: it comes last here).
+    // The firewall's accepts are looked for before the DEL (none of this allocation's: nothing
+    // to remove), the jumps to its chains beside it; none found, the chains themselves are asked
+    // for once the DEL exited (CNI-FORWARD's read is batched: it comes last here).
     expect(v4.calls.slice(before).map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-FORWARD'],
       ['iptables', '--wait', '-t', 'nat', '-S', 'POSTROUTING'],
       ['iptables', '--wait', '-t', 'nat', '-S', 'CNI-HOSTPORT-DNAT'],
       ['iptables', '--wait', '-t', 'nat', '-S', masq, '1'],
@@ -453,34 +455,53 @@ describe('teardown', () => {
     });
   });
 
-  it('removes the masquerade and DNAT chains itself, in one restore, and DELs the rest without them', async () => {
+  it('removes the firewall’s accepts before the DEL, the masquerade and DNAT chains beside it, each in one restore, and DELs the rest without them', async () => {
     await make();
     const { attachment } = await configurator.setup(spec, '/run/netns/a1');
     const { masq, dnat } = allocChains('nomad', ID);
     const masqJump = `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`;
     const dnatJump = `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"nomad\\" id: \\"${ID}\\"" -m multiport --dports 8080 -j ${dnat}`;
     const other = '-A POSTROUTING -s 172.26.64.9/32 -j CNI-0123456789abcdef01234567';
+    const accepts = [
+      '-A CNI-FORWARD -s 172.26.64.9/32 -j ACCEPT',
+      '-A CNI-FORWARD -d 172.26.64.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT',
+    ];
+    let delAt = -1;
+    const del = runtime.del.bind(runtime);
+    runtime.del = (...args) => {
+      delAt = v4.calls.length;
+      return del(...args);
+    };
     v4.reply(
+      ...chains({ 'CNI-FORWARD': accepts }, 1),
+      ok(),
       ...chains({ POSTROUTING: [other, masqJump], 'CNI-HOSTPORT-DNAT': [dnatJump] }, 2),
       ok(),
-      ...chains({ 'CNI-FORWARD': [] }, 1),
+      ...chains({ 'CNI-FORWARD': accepts.slice(0, 1) }, 1),
     );
     const before = v4.calls.length;
     const report = await configurator.teardown(ID, attachment);
-    // The plugins' DEL: portmap left out, the bridge told not to un-masquerade.
+    // The plugins' DEL: portmap and the firewall left out, the bridge told not to un-masquerade.
     expect(runtime.calls[1]?.plugins.map((p) => [p.type, p.ipMasq])).toEqual([
       ['loopback', undefined],
       ['bridge', false],
-      ['firewall', undefined],
     ]);
     const calls = v4.calls.slice(before);
     expect(calls.map((c) => c.argv)).toEqual([
+      ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-FORWARD'],
+      ['iptables-restore', '--noflush', '--wait'],
       ['iptables', '--wait', '-t', 'nat', '-S', 'POSTROUTING'],
       ['iptables', '--wait', '-t', 'nat', '-S', 'CNI-HOSTPORT-DNAT'],
       ['iptables-restore', '--noflush', '--wait'],
       ['iptables', '--wait', '-t', 'filter', '-S', 'CNI-FORWARD'],
     ]); // prettier-ignore
-    expect(calls[2]?.input).toBe(
+    // The accepts went before the DEL began: its main plugin releases the address.
+    expect(calls[1]?.input).toBe(
+      ['*filter', ...accepts.slice(1).map((r) => r.replace('-A', '-D')), 'COMMIT', ''].join('\n'),
+    );
+    expect(before + 2).toBeLessThanOrEqual(delAt);
+    expect(calls[4]?.input).toBe(
       natRemoval(
         [masqJump, dnatJump].map((j) => j.replace('-A', '-D')),
         [masq, dnat],
@@ -496,18 +517,45 @@ describe('teardown', () => {
     const { masq } = allocChains('nomad', ID);
     const masqJump = `-A POSTROUTING -s 172.26.64.2/32 -m comment --comment "name: \\"nomad\\" id: \\"${ID}\\"" -j ${masq}`;
     v4.reply(
-      ...chains({ POSTROUTING: [masqJump], 'CNI-HOSTPORT-DNAT': [] }, 2),
+      ...chains({ POSTROUTING: [masqJump], 'CNI-HOSTPORT-DNAT': [], 'CNI-FORWARD': [] }, 3),
       busy,
       ...chains({ [masq]: [], 'CNI-FORWARD': [] }, 3),
       ok(['*nat', `:${masq} - [0:0]`, masqJump, 'COMMIT', ''].join('\n')),
     );
     const before = v4.calls.length;
     const report = await configurator.teardown(ID, attachment);
-    expect(v4.calls.slice(before + 3).map((c) => c.argv[0])).toEqual([
+    expect(v4.calls.slice(before + 4).map((c) => c.argv[0])).toEqual([
       'iptables', 'iptables', 'iptables', 'iptables-save', 'iptables-restore',
     ]); // prettier-ignore
     expect(report.removed.chains).toEqual([{ family: 'ipv4', table: 'nat', chain: masq }]);
   });
+
+  it.each([0, 1])(
+    'reads CNI-FORWARD again after the firewall’s accepts went over netlink only when some rule about the address stayed (%i)',
+    async (left) => {
+      const asked: string[][] = [];
+      await make({
+        iptables: {
+          ipv4: {
+            ...createIptables({ exec: v4, nft: false }),
+            removeAccepts: (removal) => {
+              asked.push(removal.addresses.map((a) => [...a].join('.')));
+              return Promise.resolve({ removed: 2, left });
+            },
+          },
+          ipv6: createIptables({ family: 'ipv6', exec: v6, nft: false }),
+        },
+      });
+      const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+      v4.reply(...chains({ POSTROUTING: [], 'CNI-HOSTPORT-DNAT': [], 'CNI-FORWARD': [] }, 5));
+      const before = v4.calls.length;
+      const report = await configurator.teardown(ID, attachment);
+      expect(asked).toEqual([['172.26.64.2']]);
+      const reads = v4.calls.slice(before).filter((c) => c.argv.includes('CNI-FORWARD'));
+      expect(reads).toHaveLength(left);
+      expect(report.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
+    },
+  );
 
   it('reads iptables whole when a cheap question finds something left', async () => {
     await make();
@@ -518,17 +566,20 @@ describe('teardown', () => {
     );
     const before = v4.calls.length;
     await configurator.teardown(ID, attachment);
-    expect(v4.calls.slice(before + 5).map((c) => c.argv)).toEqual([['iptables-save']]);
+    expect(v4.calls.slice(before + 6).map((c) => c.argv)).toEqual([['iptables-save']]);
     expect(v6.calls.map((c) => c.argv)).toEqual([['ip6tables-save']]);
   });
 
   it('reads iptables whole when the firewall rules of the allocation are still there', async () => {
     await make();
     const { attachment } = await configurator.setup(spec, '/run/netns/a1');
-    v4.reply(...chains({ 'CNI-FORWARD': ['-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT'] }, 5));
+    // Their removal before the DEL fails; the audit finds them.
+    const left = { 'CNI-FORWARD': ['-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT'] };
+    v4.reply(...chains(left, 1), busy, ...chains(left, 5));
     const before = v4.calls.length;
     await configurator.teardown(ID, attachment);
-    expect(v4.calls.slice(before + 5).map((c) => c.argv)).toEqual([['iptables-save']]);
+    expect(v4.calls[before + 1]?.argv[0]).toBe('iptables-restore');
+    expect(v4.calls.slice(before + 7).map((c) => c.argv)).toEqual([['iptables-save']]);
   });
 
   it('keeps going when DEL fails and reports it', async () => {

@@ -30,7 +30,7 @@ import { familyOf } from './address.js';
 import type { ConfiguratorContext } from './context.js';
 import { messageOf } from './errors.js';
 import { firewallSpecs, masqueradeComment, masqueradeOf, needleOf, specKey } from './marks.js';
-import { masqHandled, nativeDel } from './native-del.js';
+import { masqHandled, nativeDel, removeFirewallAccepts } from './native-del.js';
 import {
   dnatComment,
   firewallSharedRules,
@@ -369,24 +369,7 @@ export function nativeAdd(
     async unwrite(result, call) {
       const addresses = result.ips.map((ip) => ip.address.split('/')[0] ?? '');
       await nativeDel(ctx, network, { allocId, addresses })?.remove(call);
-      if (firewall === undefined) return;
-      await Promise.all(
-        [...new Set(addresses.map(familyOf))].map(async (family) => {
-          if (family === undefined) return;
-          const wanted = new Set(
-            addresses
-              .filter((a) => familyOf(a) === family)
-              .flatMap((a) => firewallSpecs(a, family).map(specKey)),
-          );
-          const batch = createBatch();
-          for (const rule of await ctx.iptables[family].listRules('filter', 'CNI-FORWARD', call)) {
-            const key = specKey(rule.spec);
-            if (!wanted.delete(key)) continue;
-            batch.deleteRule(rule);
-          }
-          if (batch.size > 0) await ctx.iptables[family].restore(batch, call);
-        }),
-      );
+      if (firewall !== undefined) await removeFirewallAccepts(ctx, addresses, call);
     },
   };
 }

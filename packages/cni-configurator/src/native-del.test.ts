@@ -28,6 +28,7 @@ it('leaves portmap out and tells bridge or ptp not to un-masquerade, keeping the
     expect(planned?.network.plugins.map((p) => p.raw)).toEqual([
       { type: 'loopback' },
       { type: main, ipMasq: false, ipam },
+      // No backend: the plugin picks firewalld when it runs, so it runs.
       { type: 'firewall' },
     ]);
     expect(planned?.network.name).toBe('n');
@@ -58,4 +59,25 @@ it('leaves alone the plugins whose state is not iptables chains it knows', () =>
   expect(nativeDel(ctx, mixed, attachment)?.network.plugins.map((p) => p.raw)).toEqual([
     { type: 'bridge', ipMasq: true, ipMasqBackend: 'nftables', ipam },
   ]);
+});
+
+it('removes the firewall’s accepts itself only for a firewall the setup writes itself', () => {
+  // Alone, on iptables: the firewall goes, the rest stays as is.
+  const alone = nativeDel(
+    ctx,
+    network({ type: 'bridge', ipam }, { type: 'firewall', backend: 'iptables' }),
+    attachment,
+  );
+  expect(alone?.network.plugins.map((p) => p.raw)).toEqual([{ type: 'bridge', ipam }]);
+  // An option the native path does not know, firewalld, or no bridge or ptp before it: the plugin runs.
+  for (const firewall of [
+    { type: 'firewall' },
+    { type: 'firewall', backend: 'firewalld' },
+    { type: 'firewall', ingressPolicy: 'same-bridge' },
+    { type: 'firewall', someKey: true },
+  ])
+    expect(nativeDel(ctx, network({ type: 'bridge', ipam }, firewall), attachment)).toBeUndefined();
+  expect(
+    nativeDel(ctx, network({ type: 'firewall' }, { type: 'bridge', ipam }), attachment),
+  ).toBeUndefined();
 });

@@ -35,6 +35,14 @@ interface Probe {
   readonly ask: () => Promise<boolean>;
 }
 
+/** What the teardown removed beside the DEL (native-del.ts). */
+export interface NativeRemoved {
+  /** The chains removed, as `family:chain`. */
+  readonly chains: Promise<ReadonlySet<string>>;
+  /** The families whose CNI-FORWARD holds nothing about the addresses any more. */
+  readonly accepts: Promise<ReadonlySet<Family>>;
+}
+
 /**
  * After a DEL that succeeded, with every address known and only plugins whose marks are known
  * (docs/cni.md): whether anything of the allocation is left, asked with a few cheap questions
@@ -45,15 +53,16 @@ interface Probe {
  * with many allocations (docs/performance.md). Each question names the plugin whose
  * DEL it is about (`portmap` for `CNI-DN-<h>`, `firewall` for CNI-FORWARD, the bridge or ptp
  * plugin for `CNI-<h>` and the reservation), so that teardown asks it as soon as that plugin
- * exited, while the rest of the chain still runs; a question whose plugin never reported (portmap,
- * left out of the DEL by native-del.ts) waits for the whole DEL. A chain `nativeRemoved` says went
- * is not asked for. Undefined when a plugin's marks are unknown: then only a sweep answers.
+ * exited, while the rest of the chain still runs; a question whose plugin never reported (portmap
+ * and the firewall, left out of the DEL by native-del.ts) waits for the whole DEL. A chain `native`
+ * says went, or the accepts of a family it saw gone, are not asked for. Undefined when a plugin's
+ * marks are unknown: then only a sweep answers.
  */
 export function auditProbes(
   ctx: ConfiguratorContext,
   attachment: AllocAttachment,
   call: CallOptions,
-  nativeRemoved: Promise<ReadonlySet<string>>,
+  native: NativeRemoved,
   keepHolds = false,
 ): Probe[] | undefined {
   const network = ctx.snapshotNetwork(attachment);
@@ -71,7 +80,7 @@ export function auditProbes(
     const ipt = ctx.iptables[family];
     // A chain removed beside the DEL is gone: nothing makes it again while this teardown runs.
     const exists = async (chain: string) =>
-      !(await nativeRemoved).has(`${family}:${chain}`) && ipt.chainExists('nat', chain, call);
+      !(await native.chains).has(`${family}:${chain}`) && ipt.chainExists('nat', chain, call);
     // macvlan and ipvlan write no masquerade: only bridge's and ptp's chain is asked for.
     if (main === 'bridge' || main === 'ptp')
       probes.push({ after: main, ask: () => exists(chains.masq) });
@@ -83,6 +92,8 @@ export function auditProbes(
       probes.push({
         after: 'firewall',
         ask: async () => {
+          // Removed beside the DEL, and the removal saw nothing about the addresses left.
+          if ((await native.accepts).has(family)) return false;
           // First over netlink: when nf_tables holds CNI-FORWARD and none of its rules holds
           // the addresses' bytes, none of the specs is left (no exec, whatever the size of the
           // ruleset: issue 30). A chain nf_tables does not hold may be iptables-legacy's.

@@ -15,7 +15,7 @@
 // The sweep before a DEL without an attachment needs no lock either: the
 // addresses it removes rules for are reserved to the allocation until that DEL releases them.
 import type { CacheEntry, NetworkConfig } from '@allocnet/cni';
-import type { CallOptions } from '@allocnet/iptables-node';
+import type { CallOptions, Family } from '@allocnet/iptables-node';
 import { callOf, cniAttachment } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, invalidField, messageOf } from './errors.js';
@@ -309,8 +309,9 @@ async function delFromCache(
 }
 
 /**
- * DEL with what the ADD used, while the masquerade and DNAT chains go in one restore beside it
- * (native-del.ts) and the audit's questions are asked as the plugins they are about exit.
+ * DEL with what the ADD used, while the masquerade and DNAT chains go beside it and the firewall's
+ * accepts before it (native-del.ts), and the audit's questions are asked as the plugins they are
+ * about exit.
  */
 async function delAttachment(
   ctx: ConfiguratorContext,
@@ -330,7 +331,13 @@ async function delAttachment(
   const native = nativeDel(ctx, network, attachment);
   const nativeRemoved: Promise<ReadonlySet<string>> =
     native?.remove(call) ?? Promise.resolve(new Set());
-  const probes = probeRunner(auditProbes(ctx, attachment, call, nativeRemoved, keepHolds));
+  const accepted: Promise<ReadonlySet<Family>> =
+    native?.unaccept(call) ?? Promise.resolve(new Set());
+  const probes = probeRunner(
+    auditProbes(ctx, attachment, call, { chains: nativeRemoved, accepts: accepted }, keepHolds),
+  );
+  // Before the DEL, whose main plugin releases the addresses (native-del.ts).
+  await accepted;
   let delError: string | undefined;
   try {
     await ctx.runtime.del(native?.network ?? network, cniAttachment(attachment), {

@@ -242,8 +242,9 @@ export interface IptablesState {
    * it the write takes its per-allocation chains and rules to be new.
    */
   readonly searchRules?: Iptables['searchRules'];
-  /** A teardown's removal of its masquerade and DNAT chains with their jumps (native-del.ts). */
+  /** A teardown's removals of its chains with their jumps and of its accepts (native-del.ts). */
   readonly removeJumped?: Iptables['removeJumped'];
+  readonly removeAccepts?: Iptables['removeAccepts'];
 }
 
 export interface CniConfiguratorOptions {

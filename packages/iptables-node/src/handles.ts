@@ -1,6 +1,7 @@
 // An `Iptables`'s nf_tables side (nft.ts does the netlink): `saveAt`, iptables-save with the
 // ruleset generation it shows, and `removeAt`, rules by their place in such a save and chains,
-// removed in one transaction by rule handle, only if the ruleset is still what was saved.
+// removed in one transaction by rule handle, only if the ruleset is still what was saved; the
+// searches over netlink. A teardown's removals are removals.ts'.
 import type { Commands } from './commands.js';
 import { IptablesError } from './errors.js';
 import type { Logger } from './logger.js';
@@ -8,7 +9,6 @@ import type { NftLink, NftOp } from './nft.js';
 import { removalBatch } from './nft-messages.js';
 import type {
   Iptables,
-  JumpedChain,
   PlacedRemoval,
   RuleHandles,
   RuleSearch,
@@ -156,90 +156,6 @@ export async function chainExistsByLink(
     return undefined;
   } finally {
     link?.close();
-  }
-}
-
-/** How many times `removeJumped` reads and commits when another writer commits in between. */
-const JUMPED_TRIES = 4;
-
-/**
- * One read-and-commit of `removeJumped`: the jumps found by the target chain's name (with its
- * NUL: the verdict's chain attribute, not a longer name) in `from`'s rule messages; `changed`
- * when the ruleset moved on between the read and the commit.
- */
-async function removeJumpedOnce(
-  link: NftLink,
-  targets: readonly JumpedChain[],
-): Promise<string[] | 'changed'> {
-  const generation = await link.generation();
-  const ops: NftOp[] = [];
-  const removed: JumpedChain[] = [];
-  for (const t of targets) {
-    const table = checkTable(t.table);
-    const from = checkChain(t.from);
-    const needle = Buffer.from(`${checkChain(t.chain)}\0`);
-    const hits: number[] = [];
-    let handles: bigint[];
-    try {
-      handles = await link.rules(table, from, (index, message) => {
-        if (message.includes(needle)) hits.push(index);
-      });
-    } catch (error) {
-      // No such table: no jump either.
-      if (error instanceof IptablesError && error.code === 'not-found') continue;
-      throw error;
-    }
-    for (const i of hits) {
-      const handle = handles[i];
-      if (handle !== undefined) ops.push({ kind: 'deleteRule', table, chain: from, handle });
-    }
-    if (hits.length > 0) removed.push(t);
-  }
-  for (const t of removed) ops.push({ kind: 'flushChain', table: t.table, chain: t.chain });
-  for (const t of removed) ops.push({ kind: 'deleteChain', table: t.table, chain: t.chain });
-  if (ops.length === 0) return [];
-  try {
-    await link.commit(generation, ops);
-  } catch (error) {
-    if (error instanceof IptablesError && error.code === 'changed') return 'changed';
-    throw error;
-  }
-  return removed.map((t) => t.chain);
-}
-
-/**
- * `Iptables.removeJumped` once the backend is known to be nf_tables: undefined when the link
- * cannot be opened, or when every try met a ruleset that changed between its read and its commit
- * (concurrent teardowns each commit); a failed commit throws.
- */
-export async function removeJumpedByLink(
-  options: Pick<HandlesOptions, 'family' | 'netns' | 'nft' | 'logger'>,
-  targets: readonly JumpedChain[],
-): Promise<readonly string[] | undefined> {
-  const { family, netns, nft, logger } = options;
-  let link: NftLink;
-  try {
-    if (nft === false) return undefined;
-    link = nft(family, netns);
-  } catch (error) {
-    logger.debug('nf_tables: no link; removing the jumps by spec', {
-      family,
-      error: error instanceof Error ? error.message : String(error),
-    });
-    return undefined;
-  }
-  try {
-    for (let i = 0; i < JUMPED_TRIES; i++) {
-      const removed = await removeJumpedOnce(link, targets);
-      if (removed !== 'changed') return removed;
-    }
-    logger.debug('nf_tables: the ruleset changed under every try; removing the jumps by spec', {
-      family,
-      tries: JUMPED_TRIES,
-    });
-    return undefined;
-  } finally {
-    link.close();
   }
 }
 

@@ -2,6 +2,8 @@ export { createIptables } from './iptables.js';
 export type {
   Iptables,
   IptablesOptions,
+  AcceptRemoval,
+  AcceptsRemoved,
   JumpedChain,
   PlacedRemoval,
   PlacedRule,

@@ -810,4 +810,33 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     expect(legacy.calls).toEqual([]);
     expect(await createIptables({ nft: false }).removeJumped?.(targets)).toBeUndefined();
   });
+
+  it('removeAccepts commits nothing and is undefined when a rule holding the address is not an accept, off nf_tables, or without a link', async () => {
+    const removal = {
+      table: 'filter' as const,
+      chain: 'CNI-FORWARD',
+      addresses: [Buffer.from('10.9.9.9')],
+    };
+    const nfTables = () => createRecordingExec().reply(ok('iptables v1.8.9 (nf_tables)\n'));
+    // The fake's messages are no nf_tables rules: one holding the bytes is not an accept.
+    const stranger = fakeLink();
+    expect(
+      await createIptables({ exec: nfTables(), nft: () => stranger.link }).removeAccepts?.(removal),
+    ).toBeUndefined();
+    expect([stranger.commits, stranger.calls]).toEqual([[], ['rules filter CNI-FORWARD', 'close']]);
+    // None holding them: nothing to remove, nothing committed.
+    const none = fakeLink({ messages: ['masquerade 10.1.1.1'] });
+    expect(
+      await createIptables({ exec: nfTables(), nft: () => none.link }).removeAccepts?.(removal),
+    ).toEqual({ removed: 0, left: 0 });
+    expect(none.commits).toEqual([]);
+    const legacy = fakeLink();
+    const onLegacy = createIptables({
+      exec: createRecordingExec().reply(ok('iptables v1.8.9 (legacy)\n')),
+      nft: () => legacy.link,
+    });
+    expect(await onLegacy.removeAccepts?.(removal)).toBeUndefined();
+    expect(legacy.calls).toEqual([]);
+    expect(await createIptables({ nft: false }).removeAccepts?.(removal)).toBeUndefined();
+  });
 });

@@ -7,7 +7,8 @@ import { IptablesError } from './errors.js';
 import { createSpawnExec } from './exec.js';
 import type { CommandExec } from './exec.js';
 import { changeOps } from './changes.js';
-import { chainExistsByLink, handleOps, removeJumpedByLink } from './handles.js';
+import { chainExistsByLink, handleOps } from './handles.js';
+import { removeAcceptsByLink, removeJumpedByLink } from './removals.js';
 import type { OpenNft } from './handles.js';
 import { listingOps } from './listing.js';
 import type { Logger } from './logger.js';
@@ -19,6 +20,8 @@ import { netnsPath } from './validate.js';
 import type { Family } from './validate.js';
 
 export type {
+  AcceptRemoval,
+  AcceptsRemoved,
   Iptables,
   PlacedRemoval,
   PlacedRule,
@@ -116,6 +119,12 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
       if (call?.signal?.aborted === true || nft === false || !(await isNfTables()))
         return undefined;
       return removeJumpedByLink({ family, netns, nft, logger }, targets);
+    },
+    // Under nf_tables only, as removeJumped.
+    async removeAccepts(removal, call) {
+      if (call?.signal?.aborted === true || nft === false || !(await isNfTables()))
+        return undefined;
+      return removeAcceptsByLink({ family, netns, nft, logger }, removal);
     },
   };
 }

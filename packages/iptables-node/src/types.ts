@@ -135,6 +135,37 @@ export interface Iptables {
     targets: readonly JumpedChain[],
     call?: CallOptions,
   ): Promise<readonly string[] | undefined>;
+  /**
+   * Removes the accept rules of `removal` as `iptables -D` of each would (the first of each
+   * that is there; one that is not is fine), over nf_tables netlink: one dump of the chain, each
+   * rule holding an address's bytes read expression by expression (nft-accept.ts), and one
+   * transaction by rule handle. Resolves what it removed and what stays, or undefined when it
+   * could not be sure this way (no link, iptables not on nf_tables, an aborted call, a rule
+   * holding an address's bytes that is not an accept, the ruleset changed under every try): the
+   * caller then removes by spec.
+   */
+  removeAccepts?(removal: AcceptRemoval, call?: CallOptions): Promise<AcceptsRemoved | undefined>;
+}
+
+/**
+ * What `removeAccepts` did: the rules it removed, and how many rules holding an address's bytes
+ * stay (each an accept: another copy, or another accept of the address, such as `-d A -j
+ * ACCEPT`). `left` 0: the chain holds no rule about the addresses any more.
+ */
+export interface AcceptsRemoved {
+  readonly removed: number;
+  readonly left: number;
+}
+
+/**
+ * The firewall plugin's accept rules of some addresses in a chain (`removeAccepts`): for each
+ * address (its 4 or 16 bytes), `-d A -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT` and
+ * `-s A -j ACCEPT` with A a /32 or /128.
+ */
+export interface AcceptRemoval {
+  readonly table: Table;
+  readonly chain: string;
+  readonly addresses: readonly Buffer[];
 }
 
 /** A per-allocation chain (`removeJumped`) and the chain of its table that jumps to it. */
