@@ -12,6 +12,7 @@ import {
   NLMSG_DONE,
   NLMSG_ERROR,
   failed,
+  netlinkAttributes,
   openNetlinkSocket,
 } from './netlink.js';
 import type { Family } from './validate.js';
@@ -24,25 +25,10 @@ const CTA_ZONE = 18;
 const CTA_TUPLE_PROTO = 2;
 const CTA_PROTO_NUM = 1;
 const CTA_PROTO_DST_PORT = 3;
-const NLA_TYPE_MASK = 0x3fff;
 const ENOENT = 2;
 
-/** The netlink attributes of `buf` (4-byte aligned), each as its type and whole bytes. */
-function* attributes(buf: Buffer): Generator<{ type: number; whole: Buffer; value: Buffer }> {
-  for (let at = 0; at + 4 <= buf.length;) {
-    const len = buf.readUInt16LE(at);
-    if (len < 4 || at + len > buf.length) return;
-    yield {
-      type: buf.readUInt16LE(at + 2) & NLA_TYPE_MASK,
-      whole: buf.subarray(at, at + len),
-      value: buf.subarray(at + 4, at + len),
-    };
-    at += (len + 3) & ~3;
-  }
-}
-
 function find(buf: Buffer, type: number): Buffer | undefined {
-  for (const a of attributes(buf)) if (a.type === type) return a.value;
+  for (const a of netlinkAttributes(buf)) if (a.type === type) return a.value;
   return undefined;
 }
 
@@ -91,7 +77,7 @@ export async function deleteConntrackByDestinationPort(
       if (num?.readUInt8(0) !== protocol || port === undefined || !wanted.has(port.readUInt16BE(0)))
         return false;
       // The original tuple as the kernel gave it, and the zone: what a DELETE names an entry by.
-      const parts = [...attributes(attrs)]
+      const parts = [...netlinkAttributes(attrs)]
         .filter((a) => a.type === CTA_TUPLE_ORIG || a.type === CTA_ZONE)
         .map((a) =>
           Buffer.concat([a.whole, Buffer.alloc(((a.whole.length + 3) & ~3) - a.whole.length)]),

@@ -36,6 +36,34 @@ export const NLM_F_DUMP = 0x300;
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;
 
+/** One netlink attribute: its type without the flag bits, its value, its whole bytes, and where the next one starts. */
+export interface NetlinkAttribute {
+  readonly type: number;
+  readonly value: Buffer;
+  readonly whole: Buffer;
+  readonly next: number;
+}
+
+/**
+ * The netlink attributes of `buf` from `at` on (each padded to 4 bytes), in order; it stops at
+ * the first malformed one, so a reader that must see them all checks that the last one's `next`
+ * reaches the end.
+ */
+export function* netlinkAttributes(buf: Buffer, at = 0): Generator<NetlinkAttribute> {
+  while (at + 4 <= buf.length) {
+    const len = buf.readUInt16LE(at);
+    if (len < 4 || at + len > buf.length) return;
+    const next = at + ((len + 3) & ~3);
+    yield {
+      type: buf.readUInt16LE(at + 2) & 0x3fff,
+      value: buf.subarray(at + 4, at + len),
+      whole: buf.subarray(at, at + len),
+      next,
+    };
+    at = next;
+  }
+}
+
 /** Linux errno values the answers carry, and what they mean here. */
 const ERRNO_CODES: ReadonlyMap<number, IptablesErrorCode> = new Map([
   [1, 'permission'], // EPERM

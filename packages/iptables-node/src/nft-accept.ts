@@ -4,6 +4,8 @@
 // them (docs/iptables.md): a payload load of the address, an equality with it, the conntrack match
 // (xt, revision 3), a counter, the accept verdict. Anything else — another match, a comment (rule
 // userdata), a mask, another verdict, another encoding — is not one. Pure: a buffer in.
+import { netlinkAttributes } from './netlink.js';
+import type { NetlinkAttribute } from './netlink.js';
 import type { Family } from './validate.js';
 
 /** One accept rule: its address's bytes, which header field, and whether it is the conntrack one. */
@@ -57,17 +59,10 @@ const CONNTRACK_STATE_INFO = (() => {
   return info;
 })();
 
-/** The attributes of `buf` (type without its flag bits, and value), in order; undefined when malformed. */
-function attributes(buf: Buffer): Map<number, Buffer>[] | undefined {
-  const out: Map<number, Buffer>[] = [];
-  for (let at = 0; at < buf.length;) {
-    if (at + 4 > buf.length) return undefined;
-    const len = buf.readUInt16LE(at);
-    if (len < 4 || at + len > buf.length) return undefined;
-    out.push(new Map([[buf.readUInt16LE(at + 2) & 0x3fff, buf.subarray(at + 4, at + len)]]));
-    at += (len + 3) & ~3;
-  }
-  return out;
+/** The attributes of `buf`, in order; undefined when one is malformed. */
+function attributes(buf: Buffer): NetlinkAttribute[] | undefined {
+  const list = [...netlinkAttributes(buf)];
+  return (list.at(-1)?.next ?? 0) >= buf.length ? list : undefined;
 }
 
 /** The attributes of `buf` by type; undefined when malformed or a type comes twice. */
@@ -75,11 +70,10 @@ function attributeMap(buf: Buffer | undefined): Map<number, Buffer> | undefined 
   const list = buf === undefined ? undefined : attributes(buf);
   if (list === undefined) return undefined;
   const map = new Map<number, Buffer>();
-  for (const one of list)
-    for (const [type, value] of one) {
-      if (map.has(type)) return undefined;
-      map.set(type, value);
-    }
+  for (const { type, value } of list) {
+    if (map.has(type)) return undefined;
+    map.set(type, value);
+  }
   return map;
 }
 
@@ -91,24 +85,22 @@ function expressionsOf(body: Buffer): { name: string; data: Buffer | undefined }
   const rule = attributes(body.subarray(4));
   if (rule === undefined) return undefined;
   let list: Buffer | undefined;
-  for (const one of rule)
-    for (const [type, value] of one) {
-      if (!RULE_ATTRIBUTES.has(type)) return undefined; // userdata: a comment; compat: -p
-      if (type === NFTA_RULE_EXPRESSIONS) list = value;
-    }
+  for (const { type, value } of rule) {
+    if (!RULE_ATTRIBUTES.has(type)) return undefined; // userdata: a comment; compat: -p
+    if (type === NFTA_RULE_EXPRESSIONS) list = value;
+  }
   const elements = list === undefined ? undefined : attributes(list);
   if (elements === undefined) return undefined;
   const out: { name: string; data: Buffer | undefined }[] = [];
-  for (const element of elements)
-    for (const value of element.values()) {
-      const expr = attributeMap(value);
-      const name = expr?.get(NFTA_EXPR_NAME);
-      if (expr === undefined || name === undefined) return undefined;
-      out.push({
-        name: name.toString('latin1').replace(/\0+$/, ''),
-        data: expr.get(NFTA_EXPR_DATA),
-      });
-    }
+  for (const { value } of elements) {
+    const expr = attributeMap(value);
+    const name = expr?.get(NFTA_EXPR_NAME);
+    if (expr === undefined || name === undefined) return undefined;
+    out.push({
+      name: name.toString('latin1').replace(/\0+$/, ''),
+      data: expr.get(NFTA_EXPR_DATA),
+    });
+  }
   return out;
 }
 

@@ -1,7 +1,7 @@
 // The nf_tables messages the netlink link (nft.ts) sends and reads: GETGEN, a GETRULE dump of one
 // chain, and a removal batch (DELRULE by handle or whole chain, DELCHAIN) whose BATCH_BEGIN
 // carries the generation the handles were read at. Pure: buffers in, buffers out.
-import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from './netlink.js';
+import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, netlinkAttributes } from './netlink.js';
 import type { Family, Table } from './validate.js';
 
 /** One change of a removal batch. */
@@ -114,13 +114,7 @@ class Writer {
 /** The attributes after a message's nfgenmsg: type -> payload (the first of each type). */
 function attributes(body: Buffer): Map<number, Buffer> {
   const found = new Map<number, Buffer>();
-  for (let at = 4; at + 4 <= body.length;) {
-    const len = body.readUInt16LE(at);
-    if (len < 4) break;
-    const type = body.readUInt16LE(at + 2) & 0x3fff;
-    if (!found.has(type)) found.set(type, body.subarray(at + 4, at + len));
-    at += (len + 3) & ~3;
-  }
+  for (const a of netlinkAttributes(body, 4)) if (!found.has(a.type)) found.set(a.type, a.value);
   return found;
 }
 
