@@ -33,6 +33,7 @@ async function callFrom(
     target: string;
     tls?: { ca: string; cert?: string; key?: string };
     token?: string;
+    h2?: boolean;
     calls: Call[];
   },
 ): Promise<Result[]> {
@@ -263,6 +264,39 @@ describe('TCP with TLS and client certificates', () => {
       });
       expect(result).toMatchObject({ code: 'UNAVAILABLE' });
     }
+  });
+
+  it("answers the CLI's client (node:http2) as grpc-js's, role by role; a rogue certificate gets no call through", async () => {
+    const calls: Call[] = [
+      { service: 'alloc', method: 'ListAllocNetworks' },
+      { service: 'operator', method: 'GetAgentInfo' },
+    ];
+    for (const input of [
+      { target, tls: certs.operator, calls },
+      { target, tls: certs.scheduler, calls },
+      { target, tls: certs.norole, calls },
+      { target, tls: certs.norole, token: TOKEN, calls },
+      { target, tls: certs.operator, token: 'not-the-token', calls },
+    ]) {
+      const theirs = await callFrom(client, input);
+      expect({ input, answers: await callFrom(client, { ...input, h2: true }) }).toEqual({
+        input,
+        answers: theirs,
+      });
+    }
+    // A refused handshake in the h2 client's own words, with grpc's code. TLS 1.3 ends the
+    // handshake before the agent checks the certificate: a missing one comes back as the agent's
+    // alert, one from another CA as a connection closed with no reason given.
+    const refused = async (tls: { ca: string }) =>
+      (await callFrom(client, { target, tls, h2: true, calls: calls.slice(0, 1) }))[0];
+    expect(await refused(certs.anonymous)).toMatchObject({
+      code: 'UNAVAILABLE',
+      details: expect.stringContaining('certificate required') as unknown,
+    });
+    expect(await refused(certs.rogue)).toEqual({
+      code: 'UNAVAILABLE',
+      details: 'the connection closed before an answer',
+    });
   });
 });
 

@@ -1,67 +1,55 @@
-// The gRPC side of a call to the agent: grpc-js and the contract's clients, loaded by
-// with-agent.ts only once the flags are checked and the agent's socket answers a connect.
-import * as grpc from '@grpc/grpc-js';
+// The gRPC side of a call to the agent: the contract's methods over node:http2
+// (@allocnet/proto/call, no grpc-js), loaded by with-agent.ts only once the flags are checked and
+// the agent's socket answers a connect.
 import { messageOf } from '@allocnet/base';
 import {
-  createAllocNetworkClient,
-  createOperatorClient,
+  ALLOC_NETWORK,
+  OPERATOR,
   isServiceError,
   kindOfStatus,
-  unary,
-} from '@allocnet/proto/client';
-import type {
-  AllocNetworkServiceClient,
-  OperatorServiceClient,
-  UnaryMethod,
-  UnaryRequest,
-  UnaryResponse,
-} from '@allocnet/proto/client';
+  openChannel,
+  statusName,
+} from '@allocnet/proto/call';
+import type { Channel } from '@allocnet/proto/call';
 import type { ConnectionSettings } from './connect-options.js';
 import { probeConnect } from './connect-probe.js';
 import type { ConnectProbe } from './connect-probe.js';
-import { CliError, unreachableError } from './errors.js';
+import { CliError, GRPC_UNAVAILABLE, unreachableError } from './errors.js';
 
 export interface AgentConnection {
   /** As the user wrote it (`--address`, `--node`). */
   readonly address: string;
   /** The grpc target (`agentTarget`). */
   readonly target: string;
-  readonly alloc: AllocNetworkServiceClient;
-  readonly operator: OperatorServiceClient;
-  readonly metadata: grpc.Metadata;
+  readonly alloc: typeof ALLOC_NETWORK;
+  readonly operator: typeof OPERATOR;
   readonly deadlineMs: number;
-  /** Calls a unary method of `client` with this connection's deadline and metadata (the token). */
-  unary<C extends grpc.Client, M extends UnaryMethod<C>>(
-    client: C,
-    method: M,
-    request: UnaryRequest<C, M>,
-  ): Promise<UnaryResponse<C, M>>;
+  /** Calls a unary method with this connection's deadline (unless given) and metadata (the token). */
+  readonly unary: Channel['unary'];
+  /** Calls a server-streaming method the same way, each message to `onMessage`. */
+  readonly serverStream: Channel['serverStream'];
   close(): void;
 }
 
-/** Opens clients to the agent; a unix socket needs no credentials, TCP needs TLS files. */
+/** Opens a connection to the agent; a unix socket needs no credentials, TCP needs TLS files. */
 export function connect(settings: ConnectionSettings): AgentConnection {
-  const { tls } = settings;
-  const credentials =
-    tls === undefined
-      ? grpc.credentials.createInsecure()
-      : grpc.credentials.createSsl(tls.ca, tls.key, tls.cert);
-  const metadata = new grpc.Metadata();
-  if (settings.token !== undefined) metadata.set('authorization', `Bearer ${settings.token}`);
-  const alloc = createAllocNetworkClient(settings.target, credentials);
-  const operator = createOperatorClient(settings.target, credentials);
-  const { deadlineMs } = settings;
+  const { deadlineMs, tls, token } = settings;
+  const channel = openChannel(settings.target, {
+    ...(tls === undefined ? {} : { tls }),
+    ...(token === undefined ? {} : { metadata: { authorization: `Bearer ${token}` } }),
+  });
   return {
     address: settings.address,
     target: settings.target,
-    alloc,
-    operator,
-    metadata,
+    alloc: ALLOC_NETWORK,
+    operator: OPERATOR,
     deadlineMs,
-    unary: (client, method, request) => unary(client, method, request, { deadlineMs, metadata }),
+    unary: (service, method, request, options) =>
+      channel.unary(service, method, request, { deadlineMs, ...options }),
+    serverStream: (service, method, request, onMessage, options) =>
+      channel.serverStream(service, method, request, onMessage, { deadlineMs, ...options }),
     close() {
-      alloc.close();
-      operator.close();
+      channel.close();
     },
   };
 }
@@ -82,10 +70,9 @@ export async function callError(
       code: 'agent-call',
       cause: error,
     });
-  const refused = error.code === grpc.status.UNAVAILABLE ? await probe(agent.target) : undefined;
+  const refused = error.code === GRPC_UNAVAILABLE ? await probe(agent.target) : undefined;
   if (refused !== undefined) return unreachableError(agent.address, refused, error);
-  const name = (grpc.status[error.code] as string | undefined) ?? String(error.code);
-  return new CliError(`agent ${agent.address}: ${name}: ${error.details}`, {
+  return new CliError(`agent ${agent.address}: ${statusName(error.code)}: ${error.details}`, {
     code: 'agent-call',
     kind: kindOfStatus(error.code) ?? 'internal',
     grpcStatus: error.code,

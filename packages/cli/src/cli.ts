@@ -1,5 +1,5 @@
 // The `allocnet` command tree and its entry. Every command's flags and help are defined here at
-// once and cost little; what a command runs (grpc-js and the contract, the CNI runtime, the
+// once and cost little; what a command runs (the contract's client, the CNI runtime, the
 // configurator, the agent itself) is imported by its action, so that `allocnet version` does not
 // load the agent nor `allocnet alloc list` the configurator (docs/cli.md). `allocnet agent` is
 // the one command defined by another package: its definition comes with the agent, which is

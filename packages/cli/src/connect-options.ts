@@ -1,5 +1,5 @@
-// How a command reaches an agent, as flags and as checked settings: no grpc here (the flags are
-// part of every command's definition, and a bad flag is refused before grpc-js is loaded).
+// How a command reaches an agent, as flags and as checked settings: no gRPC here (the flags are
+// part of every command's definition, and a bad flag is refused before the client is loaded).
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';

@@ -1,4 +1,4 @@
-// Why a call got no answer, as a fact rather than read from grpc-js's text: a call that fails
+// Why a call got no answer, as a fact rather than read from the call's text: a call that fails
 // UNAVAILABLE either never reached the agent or was answered UNAVAILABLE by it. The CLI connects
 // to the same address once more, alone: the socket or port refusing it (ENOENT, ECONNREFUSED,
 // EACCES, …) is what helps the person at the terminal; a connect that works means the agent

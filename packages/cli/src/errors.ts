@@ -1,5 +1,6 @@
 import type { ErrorKind } from '@allocnet/base';
 import type { status as GrpcStatus } from '@grpc/grpc-js';
+import { statusCode } from '@allocnet/proto/codes';
 
 /**
  * Why the command failed (the kind, @allocnet/base's, in brackets):
@@ -57,13 +58,11 @@ export function reportedFailure(kind: ErrorKind, message = ''): CliError {
 }
 
 /**
- * gRPC's UNAVAILABLE (14, fixed by the protocol; grpc-js's `status.UNAVAILABLE`), written here so
- * that a call that cannot connect is reported without loading grpc-js (with-agent.ts);
- * agent-client.test.ts holds it equal to grpc-js's.
+ * gRPC's UNAVAILABLE, from @allocnet/proto's table of codes alone (`@allocnet/proto/codes`), so
+ * that a call that cannot connect is reported without loading the contract's client
+ * (with-agent.ts).
  */
-// A literal is the point here: the enum's value would load grpc-js.
-// eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
-export const GRPC_UNAVAILABLE: GrpcStatus.UNAVAILABLE = 14;
+export const GRPC_UNAVAILABLE: GrpcStatus = statusCode('UNAVAILABLE');
 
 /**
  * A call that cannot reach the agent at `address`: connect(2) failed with `errno` (`ENOENT`,

@@ -4,7 +4,7 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_CACHE_DIR, DEFAULT_CONF_DIR } from '@allocnet/cni/defaults';
 import { DEFAULT_IPAM_DATA_DIR } from '@allocnet/cni-configurator/defaults';
-import type { ReapLeaksProgress__Output, ReapSummary__Output } from '@allocnet/proto';
+import type { ReapSummary__Output } from '@allocnet/proto';
 import type { AgentConnection } from './agent-client.js';
 import type { LocalOptions } from './local-host.js';
 import { connectOptions } from './connect-options.js';
@@ -200,27 +200,19 @@ function printReap(
 const EMPTY: StateLike = { rules: [], chains: [], reservations: [], cacheFiles: [] };
 
 /** Reaps through the agent's ReapLeaks stream, reporting progress; resolves the summary. */
-export function reapThroughAgent(
+export async function reapThroughAgent(
   agent: AgentConnection,
   request: { batchSize?: number; dryRun?: boolean },
   onStep: (done: number, total: number) => void,
 ): Promise<ReapSummary__Output> {
-  return new Promise((resolve, reject) => {
-    const stream = agent.operator.ReapLeaks(request, agent.metadata, {
-      deadline: Date.now() + agent.deadlineMs,
-    });
-    let summary: ReapSummary__Output | undefined;
-    stream.on('data', (message: ReapLeaksProgress__Output) => {
-      if (message.step !== null && message.step !== undefined)
-        onStep(message.step.done, message.step.total);
-      if (message.summary !== null && message.summary !== undefined) summary = message.summary;
-    });
-    stream.on('error', reject);
-    stream.on('end', () => {
-      if (summary === undefined) reject(new Error('the agent ended ReapLeaks without a summary'));
-      else resolve(summary);
-    });
+  let summary: ReapSummary__Output | undefined;
+  await agent.serverStream(agent.operator, 'ReapLeaks', request, (message) => {
+    if (message.step !== null && message.step !== undefined)
+      onStep(message.step.done, message.step.total);
+    if (message.summary !== null && message.summary !== undefined) summary = message.summary;
   });
+  if (summary === undefined) throw new Error('the agent ended ReapLeaks without a summary');
+  return summary;
 }
 
 /** `allocnet cleanup <alloc-id>`: the forced cleanup, through the agent or `--local`. */

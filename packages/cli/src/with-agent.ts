@@ -1,7 +1,8 @@
-// A call to the agent from a command's action. grpc-js and the contract's clients are most of a
-// short command's start (docs/cli.md), so they are loaded here, when a call is made, and not
-// when the agent cannot be reached: a unix socket that refuses a connect(2) now would refuse
-// grpc's too, and the answer is the same `unreachableError` a failed call gets.
+// A call to the agent from a command's action. The contract's client (node:http2 and protobufjs,
+// @allocnet/proto/call) is a large part of a short command's start (docs/cli.md), so it is loaded
+// here, when a call is made, and not when the agent cannot be reached: a unix socket that refuses
+// a connect(2) now would refuse the call's too, and the answer is the same `unreachableError` a
+// failed call gets.
 import type { AgentConnection } from './agent-client.js';
 import { connectionSettings } from './connect-options.js';
 import type { ConnectOptions } from './connect-options.js';

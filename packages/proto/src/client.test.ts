@@ -1,6 +1,3 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import {
   ProtoError,
@@ -8,16 +5,13 @@ import {
   createAllocNetworkClient,
   createOperatorClient,
   isServiceError,
-  loadAllocnetProto,
   unary,
 } from './index.js';
 import type {
   AllocNetworkServiceClient,
-  AllocNetworkServiceHandlers,
   GetAgentInfoResponse__Output,
   GetAllocNetworkResponse__Output,
   OperatorServiceClient,
-  OperatorServiceHandlers,
   ReapLeaksProgress__Output,
   SetupAllocNetworkRequest,
   SetupAllocNetworkRequest__Output,
@@ -26,51 +20,23 @@ import type {
   UnaryRequest,
   UnaryResponse,
 } from './index.js';
+import { createTestServer } from './testing/server.js';
+import type { TestServer } from './testing/server.js';
 
-let dir: string;
-let server: grpc.Server;
+let host: TestServer;
 let clients: grpc.Client[];
 
 beforeEach(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'allocnet-proto-test-'));
-  server = new grpc.Server();
+  host = await createTestServer();
   clients = [];
 });
 
 afterEach(async () => {
   for (const client of clients) client.close();
-  server.forceShutdown();
-  await rm(dir, { recursive: true, force: true });
+  await host.close();
 });
 
-/** Serves the given handlers on a fresh unix socket and returns the socket's path. */
-async function serve(handlers: {
-  scheduler?: Partial<AllocNetworkServiceHandlers>;
-  operator?: Partial<OperatorServiceHandlers>;
-}): Promise<string> {
-  const { AllocNetworkService, OperatorService } = loadAllocnetProto().allocnet.v1;
-  // A test implements only the methods it calls; grpc-js answers the others UNIMPLEMENTED.
-  if (handlers.scheduler) {
-    server.addService(
-      AllocNetworkService.service,
-      handlers.scheduler as grpc.UntypedServiceImplementation,
-    );
-  }
-  if (handlers.operator) {
-    server.addService(
-      OperatorService.service,
-      handlers.operator as grpc.UntypedServiceImplementation,
-    );
-  }
-  const socket = path.join(dir, 'agent.sock');
-  await new Promise<void>((resolve, reject) => {
-    server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (error) => {
-      if (error) reject(error);
-      else resolve();
-    });
-  });
-  return socket;
-}
+const serve: TestServer['serve'] = (handlers) => host.serve(handlers);
 
 function schedulerClient(socket: string): AllocNetworkServiceClient {
   const client = createAllocNetworkClient(agentTarget(socket), grpc.credentials.createInsecure());

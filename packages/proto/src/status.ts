@@ -1,30 +1,32 @@
 // The one table between allocnet's error kinds (@allocnet/base) and gRPC statuses. The agent
 // answers a failed call with `statusOfKind`; the CLI reads an answer's kind back with
-// `kindOfStatus`, the same table inverted; the CNI server's codes come from the same kinds.
-import { status } from '@grpc/grpc-js';
+// `kindOfStatus`, the same table inverted; the CNI server's codes come from the same kinds. No
+// grpc-js here (codes.ts): a client reads a failed call's kind without loading it.
+import type { status } from '@grpc/grpc-js';
 import { ERROR_KINDS } from '@allocnet/base';
 import type { ErrorKind } from '@allocnet/base';
+import { statusCode } from './codes.js';
 
 /** Why a call's signal aborted: its deadline passed, the client cancelled, or the agent stopped. */
 export type AbortCause = 'deadline' | 'cancelled' | 'shutdown';
 
 /** The status of each kind; `aborted` is decided by the abort's cause (`ABORT_STATUS`). */
 export const KIND_STATUS: Readonly<Record<Exclude<ErrorKind, 'aborted'>, status>> = {
-  invalid: status.INVALID_ARGUMENT,
-  'not-found': status.NOT_FOUND,
-  conflict: status.FAILED_PRECONDITION,
-  unavailable: status.UNAVAILABLE,
+  invalid: statusCode('INVALID_ARGUMENT'),
+  'not-found': statusCode('NOT_FOUND'),
+  conflict: statusCode('FAILED_PRECONDITION'),
+  unavailable: statusCode('UNAVAILABLE'),
   // A CHECK that found the network broken failed: the allocation needs a new setup.
-  broken: status.INTERNAL,
-  exhausted: status.RESOURCE_EXHAUSTED,
-  internal: status.INTERNAL,
+  broken: statusCode('INTERNAL'),
+  exhausted: statusCode('RESOURCE_EXHAUSTED'),
+  internal: statusCode('INTERNAL'),
 };
 
 /** An abort's status by its cause: the deadline, the client, or the agent shutting down. */
 export const ABORT_STATUS: Readonly<Record<AbortCause, status>> = {
-  deadline: status.DEADLINE_EXCEEDED,
-  cancelled: status.CANCELLED,
-  shutdown: status.UNAVAILABLE,
+  deadline: statusCode('DEADLINE_EXCEEDED'),
+  cancelled: statusCode('CANCELLED'),
+  shutdown: statusCode('UNAVAILABLE'),
 };
 
 /** The status for a kind (an error without one is `internal`). */
