@@ -102,6 +102,24 @@ export const KIND_EXIT: Readonly<Record<ErrorKind, number>> = {
   internal: 1,
 };
 
+/**
+ * A commander error (help or version shown, a usage error, the agent's `--dev` status), told by
+ * its class's name and code rather than `instanceof`: `allocnet agent` is @allocnet/agent's
+ * command, made with that package's commander, a copy other than the one bundled into this
+ * command (scripts/bundle.mjs), whose errors are not instances of this one's.
+ */
+function isCommanderError(error: unknown): error is CommanderError {
+  if (error instanceof CommanderError) return true;
+  if (!(error instanceof Error)) return false;
+  const { code, exitCode } = error as Partial<CommanderError>;
+  return (
+    (error.name === 'CommanderError' || error.name === 'InvalidArgumentError') &&
+    typeof exitCode === 'number' &&
+    typeof code === 'string' &&
+    (code.startsWith('commander.') || code === 'allocnet.agent.dev')
+  );
+}
+
 /** Usage errors: bad flags or arguments, nothing ran. */
 export const USAGE_EXIT = 2;
 
@@ -117,7 +135,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     await createProgram(io, agent?.command).parseAsync(args, { from: 'user' });
     return 0;
   } catch (error) {
-    if (error instanceof CommanderError) {
+    if (isCommanderError(error)) {
       // --help and --version end here with exit code 0; `agent --dev` ends with the agent's status.
       if (error.code === 'allocnet.agent.dev') return error.exitCode;
       return error.exitCode === 0 ? 0 : USAGE_EXIT;

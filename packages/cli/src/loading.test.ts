@@ -1,6 +1,8 @@
 // The CLI loads what its command uses (docs/cli.md): the built `allocnet` run in a child with a
 // loader hook that records every module, and the packages a command must not load looked for by
-// name. Needs the CLI built (turbo's `test` builds it first).
+// name. The command is bundled (scripts/bundle.mjs): what a loaded chunk holds is read from the
+// comments esbuild writes before each module it bundles. Needs the CLI built (turbo's `test`
+// builds it first).
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -49,6 +51,30 @@ function packageOf(line: string): string | undefined {
   return file === 'index.js' ? `@allocnet/${name}` : `@allocnet/${name}/${file}`;
 }
 
+/**
+ * The packages of the modules bundled into a loaded chunk of the CLI (`// ../../node_modules/
+ * .pnpm/<pkg>@<v>/node_modules/<pkg>/…` for npm packages, `// ../<name>/dist/<file>` for
+ * workspace ones), by `packageOf`'s names.
+ */
+async function bundledIn(line: string): Promise<string[]> {
+  const path = line.startsWith('file://') ? fileURLToPath(line) : line;
+  if (!/\/packages\/cli\/dist\/[^/]+\.js$/.test(path)) return [];
+  const text = await readFile(path, 'utf8');
+  const names: string[] = [];
+  for (const [, module = ''] of text.matchAll(/^\/\/ (\.\.\/\S+)$/gm)) {
+    const npm = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(module);
+    const workspace = /^\.\.\/([^/]+)\/dist\/(.+)$/.exec(module);
+    if (npm !== null) names.push(npm[1] ?? '');
+    else if (workspace !== null)
+      names.push(
+        workspace[2] === 'index.js'
+          ? `@allocnet/${workspace[1]}`
+          : `@allocnet/${workspace[1]}/${workspace[2]}`,
+      );
+  }
+  return names;
+}
+
 let dir: Awaited<ReturnType<typeof tempDir>>;
 beforeEach(async () => {
   dir = await tempDir();
@@ -72,6 +98,7 @@ async function run(...args: string[]) {
   });
   const lines = (await readFile(file, 'utf8')).split('\n');
   const packages = new Set(lines.map(packageOf).filter((p) => p !== undefined));
+  for (const line of lines) for (const name of await bundledIn(line)) packages.add(name);
   return { code, stdout, packages };
 }
 
@@ -117,6 +144,12 @@ describe('what a command loads', () => {
         ListAllocNetworks(_call, callback) {
           callback(null, { allocations: [] });
         },
+        GetAllocNetwork(call, callback) {
+          // above 2^53: the bundled decoder must keep int64 exact
+          callback(null, {
+            status: { allocId: call.request.allocId, updatedAtUnixMs: '9007199254740993' },
+          });
+        },
       };
       const operator: Partial<OperatorServiceHandlers> = {
         GetAgentInfo(_call, callback) {
@@ -141,6 +174,11 @@ describe('what a command loads', () => {
         // the call goes over node:http2 (@allocnet/proto/call), its messages through protobufjs
         expect(among(list.packages, GRPC)).toEqual(['protobufjs']);
         expect(among(list.packages, HEAVY)).toEqual([]);
+        const status = await run('alloc', 'status', 'a1', '--json', '--address', socket);
+        expect(JSON.parse(status.stdout)).toMatchObject({
+          allocId: 'a1',
+          updatedAtUnixMs: '9007199254740993',
+        });
         const version = await run('version', '--address', socket);
         expect(version.stdout).toBe(`allocnet 0.1.0\nagent 9.9.9 at ${socket}\n`);
         expect(among(version.packages, [...HEAVY, '@grpc/grpc-js'])).toEqual([]);
@@ -152,10 +190,13 @@ describe('what a command loads', () => {
   );
 
   it(
-    'agent --help loads the agent, whose command it is',
+    'agent --help loads the agent, whose command it is; its usage errors exit 2',
     async () => {
       const { code, stdout, packages } = await run('agent', '--help');
       expect(code).toBe(0);
+      // The agent's command is made with its own commander, not the one bundled into the CLI:
+      // its usage error still exits 2 (cli.ts, `isCommanderError`).
+      expect((await run('agent', '--no-such-flag')).code).toBe(2);
       expect(stdout).toContain('Usage: allocnet agent [options]');
       expect(among(packages, ['@allocnet/agent', '@allocnet/dev-sandbox'])).toEqual([
         '@allocnet/agent',

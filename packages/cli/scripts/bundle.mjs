@@ -1,0 +1,77 @@
+// @ts-check
+// Part of the build, after tsc: the `allocnet` command (dist/main.js) bundled with esbuild, so
+// that a short command loads a few files instead of some 100 modules (its own, protobufjs's,
+// @allocnet/proto's client and base, the packages' defaults): each module costs Node's loader a resolve, a read and
+// a compile (docs/cli.md, "How the command starts"). What each command imports when it runs
+// stays a separate chunk (`import()` splits), loaded only by that command.
+//
+// Left out, loaded from node_modules as before: the @allocnet packages that only `--local`, `cni`
+// and `agent` use (they load files beside their modules, workers, native code, and share their
+// modules' state with each other), and the native modules. The chunks are written beside
+// dist/main.js, so that what reads a file relative to its module still finds it: the CLI's
+// package.json (`cliVersion`) and the contract's JSON, copied from @allocnet/proto's dist.
+import { copyFileSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+const CHUNK = /^bundle-.*\.js(\.map)?$/;
+
+// tsc wrote dist/main.js and the modules it imports; chunks of an earlier build go.
+for (const file of readdirSync(dist)) if (CHUNK.test(file)) rmSync(join(dist, file));
+
+/**
+ * The @allocnet packages left out, by their index; their light subpaths (`@allocnet/agent/defaults`,
+ * `@allocnet/proto/call`, …) and @allocnet/base (no state of its own) are bundled.
+ */
+const HEAVY = new Set([
+  '@allocnet/agent',
+  '@allocnet/alloc-runner',
+  '@allocnet/cni',
+  '@allocnet/cni-configurator',
+  '@allocnet/dev-sandbox',
+  '@allocnet/iptables-node',
+  '@allocnet/libc',
+  '@allocnet/netns',
+  '@allocnet/proto',
+  '@allocnet/spawn',
+]);
+
+/** @type {import('esbuild').Plugin} */
+const heavyPackages = {
+  name: 'heavy-packages',
+  setup(b) {
+    b.onResolve({ filter: /^@allocnet\/[^/]+$/ }, (args) =>
+      HEAVY.has(args.path) ? { path: args.path, external: true } : undefined,
+    );
+  },
+};
+
+await build({
+  entryPoints: [join(dist, 'main.js')],
+  outdir: dist,
+  allowOverwrite: true,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  chunkNames: 'bundle-[hash]',
+  sourcemap: true,
+  logLevel: 'warning',
+  // commander too: `allocnet agent` is @allocnet/agent's own command, made with its commander,
+  // whose errors the CLI tells by class (a second copy's would not be `instanceof` them).
+  external: ['koffi', 'lmdb', 'msgpackr'],
+  plugins: [heavyPackages],
+  // The CommonJS packages bundled (protobufjs, cli-progress, …) require Node's modules.
+  banner: {
+    js: "import { createRequire as __allocnetRequire } from 'node:module'; const require = __allocnetRequire(import.meta.url);",
+  },
+  // protobufjs's optional `require`s, which esbuild cannot see; `long` is given to it explicitly
+  // (@allocnet/proto's client-definition.ts).
+  logOverride: { 'direct-eval': 'silent' },
+});
+
+const proto = dirname(fileURLToPath(import.meta.resolve('@allocnet/proto/codes')));
+copyFileSync(join(proto, 'descriptor.json'), join(dist, 'descriptor.json'));
