@@ -286,16 +286,19 @@ describe('TCP with TLS and client certificates', () => {
     }
     // A refused handshake in the h2 client's own words, with grpc's code. TLS 1.3 ends the
     // handshake before the agent checks the certificate: a missing one comes back as the agent's
-    // alert, one from another CA as a connection closed with no reason given.
+    // alert; one from another CA as the connection closed, with no reason or a reset, depending
+    // on which end Node sees first.
     const refused = async (tls: { ca: string }) =>
       (await callFrom(client, { target, tls, h2: true, calls: calls.slice(0, 1) }))[0];
     expect(await refused(certs.anonymous)).toMatchObject({
       code: 'UNAVAILABLE',
       details: expect.stringContaining('certificate required') as unknown,
     });
-    expect(await refused(certs.rogue)).toEqual({
+    expect(await refused(certs.rogue)).toMatchObject({
       code: 'UNAVAILABLE',
-      details: 'the connection closed before an answer',
+      details: expect.stringMatching(
+        /^(the connection closed before an answer|.*ECONNRESET)$/,
+      ) as unknown,
     });
   });
 });
