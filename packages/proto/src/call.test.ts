@@ -183,6 +183,15 @@ describe('unary calls', () => {
     expect((error as CallError).details).toContain('ENOENT');
   });
 
+  it('fails UNAVAILABLE for a call made after its connection failed', async () => {
+    const channel = channelTo(`unix://${path.join(dir, 'none.sock')}`);
+    await failureOf(channel.unary(OPERATOR, 'GetAgentInfo', {}));
+    const error = await failureOf(channel.unary(OPERATOR, 'GetAgentInfo', {}));
+    expect(error).toBeInstanceOf(CallError);
+    expect(error).toMatchObject({ code: grpc.status.UNAVAILABLE });
+    expect((error as CallError).details).toContain('ENOENT');
+  });
+
   it('refuses a name that is not a method of the kind called', async () => {
     const channel = channelTo(await serve({}));
     for (const call of [

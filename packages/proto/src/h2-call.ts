@@ -11,7 +11,12 @@
 // - a response that is not HTTP 200 maps to a status by grpc's http-grpc-status-mapping.md.
 // A failed call rejects with a `CallError` shaped as grpc-js's ServiceError (codes.ts).
 import http2 from 'node:http2';
-import type { ClientHttp2Session, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type {
+  ClientHttp2Session,
+  ClientHttp2Stream,
+  IncomingHttpHeaders,
+  OutgoingHttpHeaders,
+} from 'node:http2';
 import net from 'node:net';
 import type { status } from '@grpc/grpc-js';
 import { statusCode, statusName, statusOfNumber } from './codes.js';
@@ -176,6 +181,54 @@ function sessionTo(target: string, tls: ChannelOptions['tls']): ClientHttp2Sessi
   });
 }
 
+/** What a call has heard so far. */
+interface CallState {
+  /** Its end: a status read, or a failure decided here. */
+  ended: CallError | 'ok' | undefined;
+  httpStatus: number | undefined;
+  streamError: Error | undefined;
+  readonly frames: ReturnType<typeof frameReader>;
+}
+
+/** Reads a call's answer into `state`: its headers, messages (to `onMessage`) and trailers. */
+function readResponse(
+  stream: ClientHttp2Stream,
+  state: CallState,
+  onMessage: (message: Buffer) => void,
+  fail: (error: CallError) => void,
+): void {
+  stream.on('response', (h) => {
+    state.httpStatus = Number(h[':status']);
+    if (h['grpc-status'] !== undefined) state.ended ??= statusOf(h) ?? 'ok';
+  });
+  stream.on('trailers', (h: IncomingHttpHeaders) => {
+    state.ended ??= statusOf(h) ?? 'ok';
+  });
+  stream.on('data', (chunk: Buffer) => {
+    state.frames.add(chunk);
+    for (let message = state.frames.next(); message !== undefined; message = state.frames.next()) {
+      if (state.ended !== undefined) return;
+      if (message === 'compressed') {
+        fail(new CallError('INTERNAL', 'the server sent a compressed message, never asked for'));
+        return;
+      }
+      try {
+        onMessage(message);
+      } catch (error) {
+        fail(
+          new CallError(
+            'INTERNAL',
+            `a response message could not be taken: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+        );
+      }
+    }
+  });
+  stream.on('error', (error: Error) => {
+    state.streamError = error;
+  });
+}
+
 /**
  * A connection to `target`, as `agentTarget` gives it (`unix:///run/allocnet/agent.sock`,
  * `host:port`), made at once; a connect that fails fails its calls UNAVAILABLE.
@@ -217,13 +270,25 @@ export function openH2Channel(target: string, options: ChannelOptions = {}): H2C
         te: 'trailers',
         ...(deadlineMs === undefined ? {} : { 'grpc-timeout': grpcTimeout(deadlineMs) }),
       };
-      let ended: CallError | 'ok' | undefined;
-      let httpStatus: number | undefined;
-      let streamError: Error | undefined;
-      const frames = frameReader();
-      const stream = session.request(headers);
+      const state: CallState = {
+        ended: undefined,
+        httpStatus: undefined,
+        streamError: undefined,
+        frames: frameReader(),
+      };
+      let stream: ClientHttp2Stream;
+      try {
+        stream = session.request(headers);
+      } catch (error) {
+        // The session is gone (its connection failed or closed): no call can start on it.
+        const why = sessionError ?? (error instanceof Error ? error : new Error(String(error)));
+        reject(
+          new CallError('UNAVAILABLE', `No connection established. Last error: ${why.message}`),
+        );
+        return;
+      }
       const fail = (error: CallError): void => {
-        ended ??= error;
+        state.ended ??= error;
         stream.close(http2.constants.NGHTTP2_CANCEL);
       };
       const timer =
@@ -237,45 +302,20 @@ export function openH2Channel(target: string, options: ChannelOptions = {}): H2C
       };
       signal?.addEventListener('abort', onAbort, { once: true });
 
-      stream.on('response', (h) => {
-        httpStatus = Number(h[':status']);
-        if (h['grpc-status'] !== undefined) ended ??= statusOf(h) ?? 'ok';
-      });
-      stream.on('trailers', (h: IncomingHttpHeaders) => {
-        ended ??= statusOf(h) ?? 'ok';
-      });
-      stream.on('data', (chunk: Buffer) => {
-        frames.add(chunk);
-        for (let message = frames.next(); message !== undefined; message = frames.next()) {
-          if (ended !== undefined) return;
-          if (message === 'compressed') {
-            fail(
-              new CallError('INTERNAL', 'the server sent a compressed message, never asked for'),
-            );
-            return;
-          }
-          try {
-            onMessage(message);
-          } catch (error) {
-            fail(
-              new CallError(
-                'INTERNAL',
-                `a response message could not be taken: ${error instanceof Error ? error.message : String(error)}`,
-              ),
-            );
-          }
-        }
-      });
-      stream.on('error', (error: Error) => {
-        streamError = error;
-      });
+      readResponse(stream, state, onMessage, fail);
       let settled = false;
       const settle = (): void => {
         if (settled) return;
         settled = true;
+        const { frames } = state;
         const end =
-          ended ??
-          closedWithout(httpStatus, stream.rstCode, session.destroyed, sessionError ?? streamError);
+          state.ended ??
+          closedWithout(
+            state.httpStatus,
+            stream.rstCode,
+            session.destroyed,
+            sessionError ?? state.streamError,
+          );
         if (end === 'ok' && frames.buffered() > 0)
           reject(new CallError('INTERNAL', `the call ended inside a message (${frames.buffered()} bytes)`)); // prettier-ignore
         else if (end === 'ok') resolve();
@@ -284,7 +324,8 @@ export function openH2Channel(target: string, options: ChannelOptions = {}): H2C
       stream.on('close', () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        if (ended === undefined && httpStatus === undefined && session.destroyed && !sessionEnded) {
+        const unanswered = state.ended === undefined && state.httpStatus === undefined;
+        if (unanswered && session.destroyed && !sessionEnded) {
           onSessionEnd.push(settle);
           setTimeout(settle, SESSION_END_WAIT_MS);
         } else settle();
