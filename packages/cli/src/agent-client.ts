@@ -26,6 +26,8 @@ export interface AgentConnection {
   readonly deadlineMs: number;
   /** Calls a unary method with this connection's deadline (unless given) and metadata (the token). */
   readonly unary: Channel['unary'];
+  /** Calls a unary method the same way, its answer read through a view (only the view's fields). */
+  readonly unaryView: Channel['unaryView'];
   /** Calls a server-streaming method the same way, each message to `onMessage`. */
   readonly serverStream: Channel['serverStream'];
   close(): void;
@@ -46,6 +48,8 @@ export function connect(settings: ConnectionSettings): AgentConnection {
     deadlineMs,
     unary: (service, method, request, options) =>
       channel.unary(service, method, request, { deadlineMs, ...options }),
+    unaryView: (view, request, options) =>
+      channel.unaryView(view, request, { deadlineMs, ...options }),
     serverStream: (service, method, request, onMessage, options) =>
       channel.serverStream(service, method, request, onMessage, { deadlineMs, ...options }),
     close() {

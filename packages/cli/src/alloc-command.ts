@@ -256,13 +256,15 @@ function readCommands(alloc: Command, io: CliIo): void {
       .description('every allocation the agent holds')
       .option('--json', 'print JSON'),
   ).action(async (o: ConnectOptions & Json) => {
-    const response = await withAgent(o, (agent) =>
-      agent.unary(agent.alloc, 'ListAllocNetworks', {}),
-    );
     if (o.json === true) {
-      print(io, response.allocations);
+      const full = await withAgent(o, (agent) => agent.unary(agent.alloc, 'ListAllocNetworks', {}));
+      print(io, full.allocations);
       return;
     }
+    const response = await withAgent(o, async (agent) => {
+      const { LIST_ROWS } = await import('./list-view.js');
+      return agent.unaryView(LIST_ROWS, {});
+    });
     if (response.allocations.length === 0) {
       io.stdout.write('no allocations\n');
       return;

@@ -31,7 +31,7 @@ export function phaseName(phase: string): string {
  * Who asked for an allocation: `grpc` (the scheduler's API, or `allocnet alloc setup`), else the
  * runtime that asked through the agent's CNI server (`nomad`, `kubernetes`, `podman`, `cni`).
  */
-export function originName(s: AllocNetworkStatus__Output): string {
+export function originName(s: { readonly origin: { readonly runtime: string } | null }): string {
   return s.origin === null ? 'grpc' : s.origin.runtime || 'cni';
 }
 
@@ -83,7 +83,17 @@ function attachmentLines(s: AllocNetworkStatus__Output): string[] {
   return ['  networks', ...table.map((line) => `    ${line}`)];
 }
 
-export function statusRows(list: readonly AllocNetworkStatus__Output[]): string[][] {
+/** What a row of `alloc list` reads of a status: of its attachments, only how many there are. */
+export const ROW_FIELDS = ['allocId', 'phase', 'network', 'attachments', 'address', 'addressIpv6', 'portMappings', 'origin', 'netnsPath'] as const; // prettier-ignore
+export type StatusRow = Pick<
+  AllocNetworkStatus__Output,
+  Exclude<(typeof ROW_FIELDS)[number], 'attachments' | 'origin'>
+> & {
+  readonly attachments: readonly unknown[];
+  readonly origin: { readonly runtime: string } | null;
+};
+
+export function statusRows(list: readonly StatusRow[]): string[][] {
   return list.map((s) => [
     s.allocId,
     phaseName(s.phase),

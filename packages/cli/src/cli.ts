@@ -123,6 +123,9 @@ function isCommanderError(error: unknown): error is CommanderError {
 /** Usage errors: bad flags or arguments, nothing ran. */
 export const USAGE_EXIT = 2;
 
+/** The output's reader closed the pipe early: as a shell reports a death by SIGPIPE. */
+export const SIGPIPE_EXIT = 141;
+
 /**
  * Runs `allocnet` with `argv` (without node and script) and resolves the exit status: 0 on
  * success, 1 when the operation failed (the message goes to stderr), 2 for a usage error.

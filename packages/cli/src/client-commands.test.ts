@@ -262,6 +262,11 @@ describe('allocnet alloc list and status against an agent', () => {
     });
   });
 
+  it('list --json prints every field of every network (the table reads only its columns)', async () => {
+    const out = await cli('alloc', 'list', '--address', socket, '--json');
+    expect(JSON.parse(out.stdout)).toEqual([twoNetworks, podmanStatus]);
+  });
+
   it("status prints a CNI attachment's origin; --json gives the API's origin (null over gRPC)", async () => {
     const out = await cli('alloc', 'status', 'f3c1a7d2e4b5', '--address', socket);
     expect(out).toEqual({

@@ -1,9 +1,12 @@
 // The CLI's one table of error kinds to exit statuses, and the kinds it reads back from an
 // agent's gRPC status.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { ERROR_KINDS } from '@allocnet/base';
 import { callError } from './agent-client.js';
-import { KIND_EXIT, USAGE_EXIT } from './cli.js';
+import { KIND_EXIT, SIGPIPE_EXIT, USAGE_EXIT } from './cli.js';
 
 describe('exit statuses', () => {
   it('maps every kind to 1 (the operation failed); 2 is the usage error alone', () => {
@@ -63,5 +66,18 @@ describe('exit statuses', () => {
       'internal',
       'internal',
     ]);
+  });
+});
+
+describe('a reader that closes the pipe early', () => {
+  it('ends the command quietly with 141, as a death by SIGPIPE reads in a shell', async () => {
+    const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+    const child = spawn(process.execPath, [main, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Closed before the command has started, so its first write finds no reader.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect({ code, stderr }).toEqual({ code: SIGPIPE_EXIT, stderr: '' });
   });
 });

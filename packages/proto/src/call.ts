@@ -6,28 +6,11 @@
 import type * as grpc from '@grpc/grpc-js';
 import { clientServiceDefinition } from './client-definition.js';
 import type { UnaryMethod, UnaryRequest, UnaryResponse } from './client.js';
-import { ALLOC_NETWORK_SERVICE, OPERATOR_SERVICE } from './contract.mjs';
 import { ProtoError } from './errors.js';
-import type { AllocNetworkServiceClient } from './gen/allocnet/v1/AllocNetworkService.js';
-import type { OperatorServiceClient } from './gen/allocnet/v1/OperatorService.js';
 import { CallError, openH2Channel } from './h2-call.js';
 import type { CallOptions, ChannelOptions } from './h2-call.js';
-
-/** A service of the contract, typed by its generated client `C` (which is never made). */
-export interface Service<C> {
-  readonly fullName: string;
-  /** Only for the type. */
-  readonly client?: C;
-}
-
-/** The scheduler's service. */
-export const ALLOC_NETWORK: Service<AllocNetworkServiceClient> = Object.freeze({
-  fullName: ALLOC_NETWORK_SERVICE,
-});
-/** The operators' service. */
-export const OPERATOR: Service<OperatorServiceClient> = Object.freeze({
-  fullName: OPERATOR_SERVICE,
-});
+import type { Service } from './service.js';
+import type { AnswerView } from './view.js';
 
 /** A generated server-streaming method's request and message, read from its shortest overload. */
 type StreamSignature<F> = F extends (
@@ -53,6 +36,12 @@ export interface Channel {
     request: UnaryRequest<C, M>,
     options?: CallOptions,
   ): Promise<UnaryResponse<C, M>>;
+  /** Calls a unary method and reads its answer through `view` (view.ts): only its fields. */
+  unaryView<C, M extends UnaryMethod<C>, T>(
+    view: AnswerView<C, M, T>,
+    request: UnaryRequest<C, M>,
+    options?: CallOptions,
+  ): Promise<T>;
   /** Calls a server-streaming method, giving each message to `onMessage`; resolves at its end. */
   serverStream<C, M extends StreamMethod<C>>(
     service: Service<C>,
@@ -87,34 +76,53 @@ function methodOf(
 export function openChannel(target: string, options: ChannelOptions = {}): Channel {
   const h2 = openH2Channel(target, options);
   const send = (
-    method: grpc.MethodDefinition<unknown, unknown>,
-    request: unknown,
+    path: string,
+    request: Uint8Array,
     onMessage: (message: unknown) => void,
     options: CallOptions | undefined,
+    decode: (bytes: Buffer) => unknown,
   ) =>
     h2.call(
-      method.path,
-      method.requestSerialize(request),
+      path,
+      request,
       (bytes) => {
-        onMessage(method.responseDeserialize(bytes));
+        onMessage(decode(bytes));
       },
       options,
     );
+  const unary = async (
+    path: string,
+    request: Uint8Array,
+    options: CallOptions | undefined,
+    decode: (bytes: Buffer) => unknown,
+  ) => {
+    const responses: unknown[] = [];
+    await send(path, request, (m) => responses.push(m), options, decode);
+    // As grpc-js says it of a unary call answered with no message or more than one.
+    if (responses.length !== 1)
+      throw new CallError(
+        'UNIMPLEMENTED',
+        responses.length === 0 ? 'No message received' : 'Too many responses received',
+      );
+    return responses[0];
+  };
   return {
     async unary(service, name, request, options) {
       const method = methodOf(service, name, false);
-      const responses: unknown[] = [];
-      await send(method, request, (m) => responses.push(m), options);
-      // As grpc-js says it of a unary call answered with no message or more than one.
-      if (responses.length !== 1)
-        throw new CallError(
-          'UNIMPLEMENTED',
-          responses.length === 0 ? 'No message received' : 'Too many responses received',
-        );
-      return responses[0];
+      return unary(method.path, method.requestSerialize(request), options, method.responseDeserialize); // prettier-ignore
+    },
+    async unaryView<C, M extends UnaryMethod<C>, T>(
+      view: AnswerView<C, M, T>,
+      request: UnaryRequest<C, M>,
+      options?: CallOptions,
+    ) {
+      // The view's own types: the whole contract is not made for it.
+      const bytes = view.encodeRequest(request);
+      return (await unary(view.path, bytes, options, (answer) => view.decode(answer))) as T;
     },
     async serverStream(service, name, request, onMessage, options) {
-      await send(methodOf(service, name, true), request, onMessage, options);
+      const method = methodOf(service, name, true);
+      await send(method.path, method.requestSerialize(request), onMessage, options, method.responseDeserialize); // prettier-ignore
     },
     close() {
       h2.close();

@@ -1,7 +1,8 @@
 /** What went wrong. */
 export type ProtoErrorCode =
   | 'invalid-target' // an agent address that is neither a socket path nor host:port
-  | 'unknown-method'; // `unary` given a name that is not a unary method of the client
+  | 'unknown-method' // `unary` given a name that is not a unary method of the client
+  | 'unknown-field'; // an answer's view (view.ts) naming a message or field the contract lacks
 
 const BRAND = Symbol.for('@allocnet/proto.ProtoError');
 
