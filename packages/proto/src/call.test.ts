@@ -19,7 +19,7 @@ import type { Channel } from './call-index.js';
 import { frameReader } from './h2-call.js';
 import { createAllocNetworkClient, unary } from './index.js';
 import type { ReapLeaksProgress } from './index.js';
-import { createTestServer } from './testing/server.js';
+import { createTestServer, notFoundGet } from './testing/server.js';
 import type { TestServer } from './testing/server.js';
 
 let host: TestServer;
@@ -102,15 +102,7 @@ describe('unary calls', () => {
   it("rejects with the server's status: code, details percent-decoded, trailers as metadata", async () => {
     const target = await serve({
       scheduler: {
-        GetAllocNetwork(call, callback) {
-          const metadata = new grpc.Metadata();
-          metadata.set('alloc-id', call.request.allocId);
-          callback({
-            code: grpc.status.NOT_FOUND,
-            details: `allocation "${call.request.allocId}" is not known: 100% ünknown`,
-            metadata,
-          });
-        },
+        GetAllocNetwork: notFoundGet(': 100% ünknown'),
       },
     });
     const error = await failureOf(

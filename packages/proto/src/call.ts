@@ -5,7 +5,7 @@
 // proto-loader.
 import type * as grpc from '@grpc/grpc-js';
 import { clientServiceDefinition } from './client-definition.js';
-import type { UnaryMethod, UnaryRequest, UnaryResponse } from './client.js';
+import type { MethodNames, UnaryMethod, UnaryRequest, UnaryResponse } from './client.js';
 import { ProtoError } from './errors.js';
 import { CallError, openH2Channel } from './h2-call.js';
 import type { CallOptions, ChannelOptions } from './h2-call.js';
@@ -21,10 +21,7 @@ type StreamSignature<F> = F extends (
   : never;
 
 /** The names of a generated client's server-streaming methods. */
-export type StreamMethod<C> = {
-  [K in keyof C]-?: [StreamSignature<C[K]>] extends [never] ? never : K;
-}[keyof C] &
-  string;
+export type StreamMethod<C> = MethodNames<C, { [K in keyof C]: StreamSignature<C[K]> }>;
 export type StreamRequest<C, M extends keyof C> = StreamSignature<C[M]>['request'];
 export type StreamResponse<C, M extends keyof C> = StreamSignature<C[M]>['response'];
 

@@ -20,7 +20,7 @@ import type {
   UnaryRequest,
   UnaryResponse,
 } from './index.js';
-import { createTestServer } from './testing/server.js';
+import { createTestServer, notFoundGet } from './testing/server.js';
 import type { TestServer } from './testing/server.js';
 
 let host: TestServer;
@@ -146,15 +146,7 @@ describe('unary over a unix socket', () => {
   it("rejects with the server's ServiceError: code, details and metadata kept", async () => {
     const socket = await serve({
       scheduler: {
-        GetAllocNetwork(call, callback) {
-          const metadata = new grpc.Metadata();
-          metadata.set('alloc-id', call.request.allocId);
-          callback({
-            code: grpc.status.NOT_FOUND,
-            details: `allocation "${call.request.allocId}" is not known`,
-            metadata,
-          });
-        },
+        GetAllocNetwork: notFoundGet(),
       },
     });
     const error: unknown = await unary(schedulerClient(socket), 'GetAllocNetwork', {

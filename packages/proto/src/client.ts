@@ -55,11 +55,14 @@ type UnarySignature<F> = F extends (
   ? { request: Request; response: Response }
   : never;
 
-/** The names of a generated client's unary methods (both spellings: `GetAgentInfo`, `getAgentInfo`). */
-export type UnaryMethod<C> = {
-  [K in keyof C]-?: [UnarySignature<C[K]>] extends [never] ? never : K;
+/** The names of a generated client's methods whose signature (`Signatures[K]`) was read. */
+export type MethodNames<C, Signatures extends { [K in keyof C]: unknown }> = {
+  [K in keyof C]-?: [Signatures[K]] extends [never] ? never : K;
 }[keyof C] &
   string;
+
+/** The names of a generated client's unary methods (both spellings: `GetAgentInfo`, `getAgentInfo`). */
+export type UnaryMethod<C> = MethodNames<C, { [K in keyof C]: UnarySignature<C[K]> }>;
 /** What a unary method takes. */
 export type UnaryRequest<C, M extends keyof C> = UnarySignature<C[M]>['request'];
 /** What a unary method answers (proto-loader's `__Output` form: defaults filled). */

@@ -54,3 +54,20 @@ export async function createTestServer(): Promise<TestServer> {
     },
   };
 }
+
+/**
+ * A GetAllocNetwork that fails NOT_FOUND naming the id asked for, with `details` after it
+ * (`allocation "a1" is not known<details>`) and the id as the trailer `alloc-id`: what both
+ * clients' tests read a server's status from.
+ */
+export function notFoundGet(details = ''): AllocNetworkServiceHandlers['GetAllocNetwork'] {
+  return (call, callback) => {
+    const metadata = new grpc.Metadata();
+    metadata.set('alloc-id', call.request.allocId);
+    callback({
+      code: grpc.status.NOT_FOUND,
+      details: `allocation "${call.request.allocId}" is not known${details}`,
+      metadata,
+    });
+  };
+}
