@@ -110,6 +110,8 @@ describe('answerView', () => {
       }),
     );
     expect(rowsView().encodeRequest({})).toHaveLength(0);
+    // The generated clients' camelCase spelling names the same method.
+    expect(answerView(ALLOC_NETWORK, 'getAllocNetwork', {}).path).toBe(full.path);
   });
 
   it('names the message or field the contract lacks, and a method that is not unary', () => {

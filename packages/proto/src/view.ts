@@ -38,21 +38,28 @@ function definitionAt(json: protobuf.INamespace, fullName: string): JsonNamespac
   return at;
 }
 
-/** The unary method `method` of `service` in the contract's JSON: its request and response types. */
+/**
+ * The unary method `method` of `service` in the contract's JSON, by either spelling
+ * (`ListAllocNetworks`, `listAllocNetworks`, as the generated clients have both): its proto name
+ * and its request and response types.
+ */
 function unaryMethodOf(
   json: protobuf.INamespace,
   service: string,
   method: string,
-): protobuf.IMethod {
+): { readonly name: string; readonly types: protobuf.IMethod } {
   // A message or a namespace at that name has no methods.
   const definition = definitionAt(json, service) as Partial<protobuf.IService> | undefined;
-  const found = definition?.methods?.[method];
-  if (found === undefined || found.requestStream === true || found.responseStream === true)
+  const methods = Object.entries(definition?.methods ?? {});
+  const found = methods.find(
+    ([name]) => name === method || `${name.charAt(0).toLowerCase()}${name.slice(1)}` === method,
+  );
+  if (found === undefined || found[1].requestStream === true || found[1].responseStream === true)
     throw new ProtoError(
       'unknown-method',
       `${JSON.stringify(method)} is not a unary method of ${service}`,
     );
-  return found;
+  return { name: found[0], types: found[1] };
 }
 
 /**
@@ -104,7 +111,8 @@ export function answerView<C, M extends UnaryMethod<C>, T>(
   keep: Keep,
 ): AnswerView<C, M, T> {
   const json = projectedJson(contractJson(), keep);
-  const { requestType, responseType } = unaryMethodOf(json, service.fullName, method);
+  const { name, types: methodTypes } = unaryMethodOf(json, service.fullName, method);
+  const { requestType, responseType } = methodTypes;
   // The types are made on first use, then kept.
   let types: { request: protobuf.Type; response: protobuf.Type } | undefined;
   const typesOf = () => {
@@ -121,7 +129,7 @@ export function answerView<C, M extends UnaryMethod<C>, T>(
   return {
     service,
     method,
-    path: `/${service.fullName}/${method}`,
+    path: `/${service.fullName}/${name}`,
     encodeRequest(request) {
       const type = typesOf().request;
       return type.encode(type.fromObject(request as Record<string, unknown>)).finish();
