@@ -7,43 +7,22 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniRuntime, createNodePluginExec, parseNetworkConfig } from '@allocnet/cni';
-import { tempDir } from '@allocnet/cni/testing';
 import { allocChains, createCniConfigurator } from '@allocnet/cni-configurator';
-import type {
-  AllocAttachment,
-  AllocNetworkSpec,
-  CniConfigurator,
-} from '@allocnet/cni-configurator';
+import type { AllocAttachment, AllocNetworkSpec } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
-import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
-import type { NetnsLab, TestNetns } from '@allocnet/testns';
+import { requireNetworkTestHost } from '@allocnet/testns';
+import type { TestNetns } from '@allocnet/testns';
+import { labPerTest } from './fixtures/lab-per-test.js';
 
 const PLUGIN_DIR = '/usr/lib/cni';
 const BRIDGE = 'natbr0';
 const ALLOC_ID = '00000000-0000-4000-8000-00000000a030';
 const SECOND_ID = '00000000-0000-4000-8000-00000000a031';
 
-let lab: NetnsLab;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let configurator: CniConfigurator | undefined;
+const t = labPerTest();
 
 beforeAll(async () => {
   await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/portmap`]);
-});
-
-beforeEach(async () => {
-  lab = createNetnsLab();
-  tmp = await tempDir();
-});
-
-afterEach(async () => {
-  try {
-    await configurator?.close();
-    configurator = undefined;
-    await lab.dispose();
-  } finally {
-    await tmp.remove();
-  }
 });
 
 /** The test's network, dual-stack, with its host-local data in `ipamDir`. */
@@ -72,29 +51,30 @@ function conflist(ipamDir: string, portmap: Record<string, unknown>) {
 
 /** A configurator on `node` whose conf dir holds the network. */
 async function configuratorOn(node: TestNetns, portmap: Record<string, unknown>) {
-  const confDir = join(tmp.path, `conf-${node.name}`);
+  const confDir = join(t.tmp.path, `conf-${node.name}`);
   await mkdir(confDir, { recursive: true });
   await writeFile(
     join(confDir, 'natnet.conflist'),
-    JSON.stringify(conflist(join(tmp.path, `ipam-${node.name}`), portmap)),
+    JSON.stringify(conflist(join(t.tmp.path, `ipam-${node.name}`), portmap)),
   );
-  configurator = await createCniConfigurator({
+  const made = await createCniConfigurator({
     runtime: runtimeOn(node),
     iptables: {
       ipv4: createIptables({ netns: node.path }),
       ipv6: createIptables({ family: 'ipv6', netns: node.path }),
     },
-    defaultNetwork: { ipamDataDir: join(tmp.path, `default-ipam-${node.name}`) },
+    defaultNetwork: { ipamDataDir: join(t.tmp.path, `default-ipam-${node.name}`) },
     confDir,
     watchConfDir: false,
   });
-  return configurator;
+  t.configurator = made;
+  return made;
 }
 
 function runtimeOn(node: TestNetns) {
   return createCniRuntime({
     pluginDirs: [PLUGIN_DIR],
-    cacheDir: join(tmp.path, `cache-${node.name}`),
+    cacheDir: join(t.tmp.path, `cache-${node.name}`),
     exec: createNodePluginExec({ netns: node.name }),
   });
 }
@@ -192,11 +172,11 @@ describe('the native ADD of the firewall and portmap', () => {
   ])(
     'writes the ruleset and sysctls the plugins write (%s), and a DEL by either removes it',
     async (_, portmap) => {
-      const [byPlugins, byAllocnet] = await Promise.all([lab.node('plug'), lab.node('nat')]);
+      const [byPlugins, byAllocnet] = await Promise.all([t.lab.node('plug'), t.lab.node('nat')]);
 
       // allocnet's setup in one node.
       const c = await configuratorOn(byAllocnet, portmap);
-      const ctr = await lab.container();
+      const ctr = await t.lab.container();
       const { status, attachment } = await c.setup(spec, ctr.path);
       expect(status.address).toBe('10.77.0.2');
       expect(status.addressIpv6).toBe('fd00:77::2');
@@ -204,11 +184,11 @@ describe('the native ADD of the firewall and portmap', () => {
 
       // The plugins' own ADD in the other, for the same network name, id and port mappings.
       const network = parseNetworkConfig(
-        conflist(join(tmp.path, 'ipam-plugins'), portmap),
+        conflist(join(t.tmp.path, 'ipam-plugins'), portmap),
         'plugins',
       );
       const plain = runtimeOn(byPlugins);
-      const ctr2 = await lab.container();
+      const ctr2 = await t.lab.container();
       const cni = pluginsCni(attachment, ALLOC_ID, ctr2.path);
       await plain.add(network, cni);
 
@@ -228,7 +208,7 @@ describe('the native ADD of the firewall and portmap', () => {
       // A DEL by the plugins (another runtime, from the configurator's cache) of allocnet's ADD.
       await runtimeOn(byAllocnet).del(
         parseNetworkConfig(
-          conflist(join(tmp.path, `ipam-${byAllocnet.name}`), portmap),
+          conflist(join(t.tmp.path, `ipam-${byAllocnet.name}`), portmap),
           'allocnet',
         ),
         { ...cni, netns: ctr.path },
@@ -251,29 +231,32 @@ describe('the native ADD of the firewall and portmap', () => {
   );
 
   it("makes shared chains removed since the first setup again, and the ruleset is the plugins' again", async () => {
-    const [byPlugins, byAllocnet] = await Promise.all([lab.node('plug'), lab.node('heal')]);
+    const [byPlugins, byAllocnet] = await Promise.all([t.lab.node('plug'), t.lab.node('heal')]);
     const c = await configuratorOn(byAllocnet, {});
-    const network = parseNetworkConfig(conflist(join(tmp.path, 'ipam-plugins'), {}), 'plugins');
+    const network = parseNetworkConfig(conflist(join(t.tmp.path, 'ipam-plugins'), {}), 'plugins');
     const plain = runtimeOn(byPlugins);
     const second = { ...spec, allocId: SECOND_ID };
-    const { attachment } = await c.setup(spec, (await lab.container()).path);
-    await plain.add(network, pluginsCni(attachment, ALLOC_ID, (await lab.container()).path));
+    const { attachment } = await c.setup(spec, (await t.lab.container()).path);
+    await plain.add(network, pluginsCni(attachment, ALLOC_ID, (await t.lab.container()).path));
     // Someone removes the firewall's and portmap's shared chains in both nodes.
     await Promise.all([dropSharedChains(byPlugins), dropSharedChains(byAllocnet)]);
-    const again = await c.setup(second, (await lab.container()).path);
-    await plain.add(network, pluginsCni(again.attachment, SECOND_ID, (await lab.container()).path));
+    const again = await c.setup(second, (await t.lab.container()).path);
+    await plain.add(
+      network,
+      pluginsCni(again.attachment, SECOND_ID, (await t.lab.container()).path),
+    );
     expect(await byAllocnet.ruleset()).toContain('-j CNI-HOSTPORT-DNAT');
     expect(await byAllocnet.ruleset()).toEqual(await byPlugins.ruleset());
     expect(await c.check(again.attachment)).toEqual({ ran: true });
   });
 
   it('writes only what is not there yet and keeps a chain of the allocation that exists, as the plugins do', async () => {
-    const [byPlugins, byAllocnet] = await Promise.all([lab.node('plug'), lab.node('uniq')]);
+    const [byPlugins, byAllocnet] = await Promise.all([t.lab.node('plug'), t.lab.node('uniq')]);
     const c = await configuratorOn(byAllocnet, {});
-    const network = parseNetworkConfig(conflist(join(tmp.path, 'ipam-plugins'), {}), 'plugins');
+    const network = parseNetworkConfig(conflist(join(t.tmp.path, 'ipam-plugins'), {}), 'plugins');
     const plain = runtimeOn(byPlugins);
-    const { attachment } = await c.setup(spec, (await lab.container()).path);
-    await plain.add(network, pluginsCni(attachment, ALLOC_ID, (await lab.container()).path));
+    const { attachment } = await c.setup(spec, (await t.lab.container()).path);
+    await plain.add(network, pluginsCni(attachment, ALLOC_ID, (await t.lab.container()).path));
     // Left in both nodes as if by an earlier holder: half the second allocation's rules, and
     // its chains (the second gets the next addresses).
     const [a, b] = [allocChains('natnet', ALLOC_ID), allocChains('natnet', SECOND_ID)];
@@ -290,21 +273,21 @@ describe('the native ADD of the firewall and portmap', () => {
     const seeded = await byPlugins.ruleset();
     expect(seeded).toContain(`-A CNI-FORWARD -d 10.77.0.3/32`);
     expect(await byAllocnet.ruleset()).toEqual(seeded);
-    const second = await c.setup({ ...spec, allocId: SECOND_ID }, (await lab.container()).path);
+    const second = await c.setup({ ...spec, allocId: SECOND_ID }, (await t.lab.container()).path);
     expect(second.status.address).toBe('10.77.0.3');
     await plain.add(
       network,
-      pluginsCni(second.attachment, SECOND_ID, (await lab.container()).path),
+      pluginsCni(second.attachment, SECOND_ID, (await t.lab.container()).path),
     );
     expect(await byAllocnet.ruleset()).toEqual(await byPlugins.ruleset());
     expect(await c.check(second.attachment)).toEqual({ ran: true });
   });
 
   it("deletes the node's UDP conntrack entries to a mapped host port, and no others", async () => {
-    const node = await lab.node('ct');
-    const client = await lab.client(node);
+    const node = await t.lab.node('ct');
+    const client = await t.lab.client(node);
     const c = await configuratorOn(node, {});
-    const first = await c.setup(spec, (await lab.container()).path);
+    const first = await c.setup(spec, (await t.lab.container()).path);
     // A flow through the mapped port 5353 (DNATed to the first allocation), one to 5354.
     for (const port of [5353, 5354])
       await client.netns.exec([
@@ -322,15 +305,15 @@ describe('the native ADD of the firewall and portmap', () => {
     await c.teardown(ALLOC_ID, first.attachment);
     expect(await flows()).toEqual(['5353', '5354']);
     // A new allocation on the same host port: the stale entry would keep sending it to the old one.
-    const second = await c.setup({ ...spec, allocId: SECOND_ID }, (await lab.container()).path);
+    const second = await c.setup({ ...spec, allocId: SECOND_ID }, (await t.lab.container()).path);
     expect(await flows()).toEqual(['5354']);
     await c.teardown(SECOND_ID, second.attachment);
   });
 
   it('runs portmap itself for an option it does not know (conditionsV4)', async () => {
-    const node = await lab.node('fallback');
+    const node = await t.lab.node('fallback');
     const c = await configuratorOn(node, { snat: true, conditionsV4: ['!', '-d', '192.0.2.1'] });
-    const ctr = await lab.container();
+    const ctr = await t.lab.container();
     const { attachment } = await c.setup(spec, ctr.path);
     const v4 = (await node.exec(['iptables', '-t', 'nat', '-S', 'CNI-HOSTPORT-DNAT'])).stdout;
     // The plugin's jumps carry the condition; the native path could not have written it.

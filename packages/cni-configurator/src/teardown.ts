@@ -1,5 +1,6 @@
 // Teardown: DEL with what the ADD used, while the masquerade and DNAT chains go in one restore
-// beside it (native-del.ts), or, without an attachment, the whole chain's DEL with what the CNI
+// beside it (native-del.ts) and host-local's reservations right after bridge's DEL
+// (native-release.ts), or, without an attachment, the whole chain's DEL with what the CNI
 // runtime cached, after removing the firewall's rules for the addresses the allocation still
 // holds (`sweepHeldAddresses`); then, always, the audit: whatever is still tagged with the
 // allocation is swept (sweep.ts). Also the two other sweeps of one allocation: `forceCleanup`
@@ -23,6 +24,7 @@ import { keepAsHolds } from './holds.js';
 import { listReservations, removeEmptyReservations } from './ipam.js';
 import { linesAbout, linesFirewallAbout } from './marks.js';
 import { nativeDel } from './native-del.js';
+import { nativeRelease, releasingFirst } from './native-release.js';
 import { EMPTY_PLAN, EMPTY_STATE, counts, isEmpty, joinStates } from './plan.js';
 import { plan } from './planner.js';
 import type { Selection } from './planner.js';
@@ -336,18 +338,23 @@ async function delAttachment(
   const probes = probeRunner(
     auditProbes(ctx, attachment, call, { chains: nativeRemoved, accepts: accepted }, keepHolds),
   );
+  // Read now, with the holds made: a hold is not host-local's to release (native-release.ts).
+  const own = await nativeRelease(ctx, network, attachment);
   // Before the DEL, whose main plugin releases the addresses (native-del.ts).
   await accepted;
+  const reduced = native?.network ?? network;
+  const done = releasingFirst(own, probes.pluginDone);
   let delError: string | undefined;
   try {
-    await ctx.runtime.del(native?.network ?? network, cniAttachment(attachment), {
+    await ctx.runtime.del(own?.reduce(reduced) ?? reduced, cniAttachment(attachment), {
       ...call,
-      onPluginDone: probes.pluginDone,
+      onPluginDone: done.pluginDone,
     });
   } catch (error) {
     delError = messageOf(error);
     ctx.logger.warn('DEL failed; the audit removes what it left', { allocId, error: delError });
   }
+  await done.released();
   return { delRan: true, delError, removedFirst: EMPTY_STATE, probes, nativeRemoved };
 }
 
