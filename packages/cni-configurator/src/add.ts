@@ -11,6 +11,7 @@ import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, isConfiguratorError, messageOf } from './errors.js';
 import { nativeAdd } from './native-add.js';
 import type { Heal, NativeAdd } from './native-add.js';
+import type { AddressPick } from './native-pick.js';
 
 type Call = { signal?: AbortSignal };
 
@@ -75,6 +76,7 @@ async function attemptAdd(
   native: NativeAdd | undefined,
   attachment: Attachment,
   call: Call,
+  pick: AddressPick | undefined,
 ): Promise<Attempt> {
   const { runtime, logger } = ctx;
   const allocId = attachment.containerId;
@@ -94,18 +96,22 @@ async function attemptAdd(
     await native?.unwrite(told, call);
   };
 
+  const chain = native?.network ?? network;
+  const picked = pick?.(chain);
   let result: CniResult;
   try {
-    ({ result } = await runtime.add(native?.network ?? network, attachment, {
+    ({ result } = await runtime.add(picked?.network ?? chain, attachment, {
       ...call,
       onPluginResult,
     }));
   } catch (error) {
+    picked?.done();
     await unwrite();
     const final =
       !isCniError(error) || FINAL_CNI_CODES.has(error.code) || call.signal?.aborted === true;
     return { ok: false, error, final };
   }
+  picked?.done();
   try {
     await writing;
   } catch (error) {
@@ -170,6 +176,8 @@ export async function addWithRetry(
   call: Call,
   /** Makes missing shared chains and rules again when a write finds one gone (native-add.ts). */
   heal?: Heal,
+  /** The addresses host-local is asked for, picked anew for each attempt (native-pick.ts). */
+  pick?: AddressPick,
 ): Promise<{ result: CniResult; attempts: number }> {
   // Written beside the chain (native-add.ts) once the main plugin answered.
   const native = nativeAdd(ctx, network, attachment, heal);
@@ -179,7 +187,7 @@ export async function addWithRetry(
     for (;;) {
       call.signal?.throwIfAborted();
       attempts++;
-      const outcome = await attemptAdd(ctx, network, native, attachment, call).catch(
+      const outcome = await attemptAdd(ctx, network, native, attachment, call, pick).catch(
         // Removing a failed attempt's rules failed: a failed attempt like any other; the
         // next attempt's DEL, or the sweep after the setup failed, comes after it.
         (error: unknown): Attempt => ({ ok: false, error, final: false }),

@@ -62,6 +62,8 @@ export interface ConfiguratorContext {
   readonly readChain: ReadChain;
   /** The room of a host-local directory (room.ts): reclaims and new setups take turns in it. */
   readonly room: (dir: string) => Room;
+  /** Addresses picked for host-local whose ADD has not ended, per directory (native-pick.ts). */
+  readonly picks: Map<string, Set<string>>;
   /** A network's facts, read once per distinct config. */
   factsOf(network: NetworkConfig): NetworkFacts;
   /** The network an attachment was set up with, parsed once per distinct config. */
@@ -128,6 +130,7 @@ export async function createContext(options: CniConfiguratorOptions): Promise<Co
     node: options.node ?? createNodeKernel(iptables.ipv4.netns),
     readChain: batchedChainReader(iptables),
     room: createRooms(),
+    picks: new Map(),
     factsOf,
     snapshotNetwork(a) {
       let network = snapshots.get(a.network.config);

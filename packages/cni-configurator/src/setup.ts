@@ -30,6 +30,7 @@ import type { Reclaim } from './holds.js';
 import { createHostPreparer } from './host.js';
 import { nativeParts, sharedRulesOf } from './native-add.js';
 import type { Heal } from './native-add.js';
+import { addressPicker } from './native-pick.js';
 import { resolveNetwork } from './networks.js';
 import type { CatalogSnapshot } from './networks.js';
 import { portMappings } from './ports.js';
@@ -56,7 +57,8 @@ async function addInRoom(
   if (facts.ipamDir === undefined) return addWithRetry(ctx, network, attachment, call, heal);
   const leave = await ctx.room(facts.ipamDir).enter('new', call.signal);
   try {
-    return await addWithRetry(ctx, network, attachment, call, heal);
+    const pick = addressPicker(network, attachment, ctx);
+    return await addWithRetry(ctx, network, attachment, call, heal, pick);
   } finally {
     leave();
   }
