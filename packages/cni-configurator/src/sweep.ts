@@ -54,6 +54,16 @@ export interface ScanOptions extends CallOptions {
   readonly atGeneration?: boolean;
 }
 
+/**
+ * The chains every allocation's jumps and accepts share, the large ones of a full node: a removal
+ * by handle from them needs their handles, read while iptables-save runs (`saveAt`).
+ */
+const SHARED_CHAINS = [
+  { table: 'nat', chain: 'POSTROUTING' },
+  { table: 'nat', chain: 'CNI-HOSTPORT-DNAT' },
+  { table: 'filter', chain: 'CNI-FORWARD' },
+] as const;
+
 /** Reads iptables (both families at once), the reservations asked for and the CNI cache. */
 export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan> {
   const call = options.signal === undefined ? {} : { signal: options.signal };
@@ -62,8 +72,8 @@ export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan>
   const read = async (family: Family) => {
     const ipt = deps.iptables[family];
     if (options.atGeneration !== true || ipt.saveAt === undefined) return ipt.save(save);
-    const { tables, generation } = await ipt.saveAt(save);
-    if (generation !== undefined) generations.set(family, { generation, lists: new Map() });
+    const { tables, generation, lists } = await ipt.saveAt({ ...save, handlesOf: SHARED_CHAINS });
+    if (generation !== undefined) generations.set(family, { generation, lists });
     return tables;
   };
   const [v4, v6, full, some, cache] = await Promise.all([

@@ -10,6 +10,8 @@ export type {
   RuleHandles,
   RuleSearch,
   RuleSearchResult,
+  SaveAtOptions,
+  SavedAt,
 } from './iptables.js';
 export { openNftLink } from './nft.js';
 export {

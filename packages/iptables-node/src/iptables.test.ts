@@ -614,6 +614,46 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     ]);
   });
 
+  it('reads the handles of the chains asked for beside the save, those the save agrees with', async () => {
+    const fake = fakeLink();
+    const exec = createRecordingExec().reply(ok(HEADER + SAVED));
+    const ipt = createIptables({ exec, nft: () => fake.link });
+    const read = await ipt.saveAt?.({
+      handlesOf: [
+        { table: 'nat', chain: 'POSTROUTING' },
+        // One rule in the save, two in the (fake) kernel: left out.
+        { table: 'nat', chain: CHAIN },
+        // Not in the save at all.
+        { table: 'filter', chain: 'CNI-FORWARD' },
+      ],
+    });
+    expect(read?.generation).toBe(41);
+    expect(read?.lists).toEqual(new Map([['nat POSTROUTING', [7n, 8n]]]));
+    expect(fake.calls.filter((c) => c.startsWith('rules'))).toEqual([
+      'rules nat POSTROUTING',
+      `rules nat ${CHAIN}`,
+      'rules filter CNI-FORWARD',
+    ]);
+    // A removal from them then reads nothing more.
+    const nat = read?.tables[0] as SavedTable;
+    fake.calls.length = 0;
+    await ipt.removeAt?.(
+      { generation: 41, lists: read?.lists ?? new Map() },
+      { rules: [{ rule: nat.rules[1] as Rule, position: 1, chainSize: 2 }], chains: [] },
+    );
+    expect(fake.calls).toEqual(['close']);
+    expect(fake.commits[0]?.ops).toEqual([JUMP_AND_CHAIN_OPS[0]]);
+    // None when the generation moved meanwhile.
+    const moved = fakeLink({ generations: [41, 42] });
+    const ipt2 = createIptables({
+      exec: createRecordingExec().reply(ok(HEADER + SAVED)),
+      nft: () => moved.link,
+    });
+    const again = await ipt2.saveAt?.({ handlesOf: [{ table: 'nat', chain: 'POSTROUTING' }] });
+    expect(again?.generation).toBeUndefined();
+    expect(again?.lists.size).toBe(0);
+  });
+
   it('gives no generation when it moved during the save, the backend is legacy, or there is no link', async () => {
     const moved = fakeLink({ generations: [41, 42] });
     expect((await saved(moved.link)).generation).toBeUndefined();

@@ -29,6 +29,8 @@ export type {
   JumpedChain,
   RuleSearch,
   RuleSearchResult,
+  SaveAtOptions,
+  SavedAt,
 } from './types.js';
 
 export interface IptablesOptions {

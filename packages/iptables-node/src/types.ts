@@ -20,6 +20,27 @@ export interface PlacedRule {
  * chains read so far, in their order at the save the places come from (handles never change).
  * `removeAt` takes one and gives the next, for the next removal out of the same save.
  */
+/** `saveAt`'s options: `save`'s, and chains whose rule handles are read beside the save. */
+export type SaveAtOptions = SaveOptions & {
+  /**
+   * Chains whose handles are dumped over netlink while iptables-save runs (its process spends
+   * most of its time before its first byte): a removal from them then needs no dump of its own.
+   */
+  readonly handlesOf?: readonly { readonly table: Table; readonly chain: string }[];
+};
+
+/** What `saveAt` read. */
+export interface SavedAt {
+  readonly tables: readonly SavedTable[];
+  /** Undefined when the backend is not nf_tables, there is no link, or the ruleset moved. */
+  readonly generation: number | undefined;
+  /**
+   * With a generation: the handles of the `handlesOf` chains at it, by `<table> <chain>`, those
+   * whose number agrees with the save's (`RuleHandles.lists`).
+   */
+  readonly lists: ReadonlyMap<string, readonly bigint[]>;
+}
+
 export interface RuleHandles {
   readonly generation: number;
   readonly lists: ReadonlyMap<string, readonly bigint[]>;
@@ -95,9 +116,7 @@ export interface Iptables {
    * `save`, and the nf_tables ruleset generation the save shows: undefined when the backend is
    * not nf_tables, the netlink link cannot be had, or the ruleset changed while it was read.
    */
-  saveAt?(
-    options?: SaveOptions,
-  ): Promise<{ readonly tables: readonly SavedTable[]; readonly generation: number | undefined }>;
+  saveAt?(options?: SaveAtOptions): Promise<SavedAt>;
   /**
    * Removes rules by their place in a save (`saveAt`), and flushes and deletes chains, in one
    * nf_tables transaction by rule handle (nft.ts): all or nothing, and only if the ruleset is
