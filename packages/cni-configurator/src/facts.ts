@@ -55,7 +55,11 @@ export function networkFacts(network: NetworkConfig): NetworkFacts {
     const ipam = record(raw.ipam);
     if (ipam !== undefined) {
       if (ipam.type === 'host-local') {
-        const dataDir = typeof ipam.dataDir === 'string' ? ipam.dataDir : HOST_LOCAL_DATA_DIR;
+        // host-local takes an empty dataDir as none (its `disk.New`).
+        const dataDir =
+          typeof ipam.dataDir === 'string' && ipam.dataDir !== ''
+            ? ipam.dataDir
+            : HOST_LOCAL_DATA_DIR;
         ipamDir = join(dataDir, network.name);
       }
       for (const subnet of subnetsOf(ipam)) {
