@@ -7,6 +7,8 @@
 // a comparison (nothing runs beside it): what docs/performance.md's breakdowns were read from.
 //
 //   node tools/bench/dist/climb-breakdown.js [--live 1000] [--window 50] [--plugin-dir /usr/lib/cni]
+//     [--dump FILE]  (every sampled call's log lines, as JSON: to read one call's timeline)
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { requireNetworkTestHost } from '@allocnet/testns';
@@ -24,6 +26,7 @@ const { values } = parseArgs({
     live: { type: 'string', default: '1000' },
     window: { type: 'string', default: '50' },
     'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
+    dump: { type: 'string' },
   },
 });
 const LIVE = intFlag('--live', values.live, 2, 5_000);
@@ -99,6 +102,8 @@ await withNode(LIVE, async (lab, node, ctrs, dir) => {
     const pick = (xs: (Sample | undefined)[], low: boolean) =>
       xs.filter((s, i): s is Sample => s !== undefined && (low ? i < WINDOW : i >= LIVE - WINDOW));
     const last = `${LIVE - WINDOW + 1}–${LIVE}`;
+    if (values.dump !== undefined)
+      await writeFile(values.dump, JSON.stringify({ setups, teardowns }, null, 1));
     process.stdout.write(
       [
         table(`setups 1–${WINDOW} live (p50)`, pick(setups, true)),
