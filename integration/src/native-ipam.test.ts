@@ -2,9 +2,9 @@
 // native-release.ts), on the real Debian plugins, in throwaway namespaces. A setup picks the
 // address host-local's iterator would and asks host-local for it: the reservation files and
 // last-reserved files equal those host-local alone leaves for the same ADDs and DELs, round its
-// ranges and past their gateways. A teardown runs the bridge plugin's DEL without IPAM and removes
-// the allocation's reservation files itself, exactly those host-local's DEL would remove; anything
-// it does not know runs host-local's own DEL. The plugins are found through a directory of links
+// ranges and past their gateways. A teardown runs the bridge plugin's DEL without IPAM (ptp's with
+// the static IPAM) and removes the allocation's reservation files itself, exactly those
+// host-local's DEL would remove; anything it does not know runs host-local's own DEL. The plugins are found through a directory of links
 // to /usr/lib/cni, so that a test can take host-local away after the ADD: a DEL that still runs it
 // then fails. Needs root and containernetworking-plugins.
 import { mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
@@ -44,18 +44,25 @@ type Logger = NonNullable<CniConfiguratorOptions['logger']>;
 
 const RANGES = [[{ subnet: '10.78.0.0/24' }], [{ subnet: 'fd00:78::/64' }]];
 
-/** The test's network, dual-stack, its host-local data in `dataDir`, its IPAM with `ipam` too. */
-function conflist(dataDir: string, ipam: Record<string, unknown>) {
+/**
+ * The test's network, dual-stack, its host-local data in `dataDir`, its IPAM with `ipam` too;
+ * its main plugin bridge, or ptp.
+ */
+function conflist(
+  dataDir: string,
+  ipam: Record<string, unknown>,
+  main: 'bridge' | 'ptp' = 'bridge',
+) {
+  const own = main === 'bridge' ? { bridge: 'relbr0', isGateway: true } : {};
   return {
     cniVersion: '1.0.0',
     name: NETWORK,
     plugins: [
       { type: 'loopback' },
       {
-        type: 'bridge',
-        bridge: 'relbr0',
+        type: main,
+        ...own,
         ipMasq: true,
-        isGateway: true,
         ipam: { type: 'host-local', ranges: RANGES, dataDir, ...ipam },
       },
       { type: 'firewall', backend: 'iptables' },
@@ -66,7 +73,7 @@ function conflist(dataDir: string, ipam: Record<string, unknown>) {
 /** A configurator on `node` for the test's network. */
 async function setUp(
   node: TestNetns,
-  options: { ipam?: Record<string, unknown>; logger?: Logger } = {},
+  options: { ipam?: Record<string, unknown>; logger?: Logger; main?: 'bridge' | 'ptp' } = {},
 ) {
   const plugins = join(t.tmp.path, 'plugins');
   await mkdir(plugins);
@@ -77,7 +84,7 @@ async function setUp(
   const ipamDir = join(t.tmp.path, 'ipam');
   await writeFile(
     join(confDir, `${NETWORK}.conflist`),
-    JSON.stringify(conflist(ipamDir, options.ipam ?? {})),
+    JSON.stringify(conflist(ipamDir, options.ipam ?? {}, options.main)),
   );
   const made = await createCniConfigurator({
     runtime: createCniRuntime({
@@ -101,6 +108,8 @@ async function setUp(
     dir: join(ipamDir, NETWORK),
     /** Takes host-local away: a DEL that runs it fails from now on. */
     dropHostLocal: () => rm(join(plugins, 'host-local')),
+    /** Takes another plugin away. */
+    drop: (name: string) => rm(join(plugins, name)),
   };
 }
 
@@ -140,19 +149,40 @@ describe("the teardown's own release of host-local's reservations", () => {
     expect(await ctr.links()).not.toContain('eth0');
   });
 
-  it.each<[string, Record<string, unknown>, string | undefined]>([
-    ['an option the native path does not know', { someOption: true }, undefined],
-    ['a reservation in the older text (the id alone)', {}, ALLOC_ID],
-  ])('runs host-local’s own DEL for %s', async (_, ipam, rewrite) => {
-    const node = await t.lab.node('plug');
-    const { c, dir, dropHostLocal } = await setUp(node, { ipam });
+  it('runs ptp’s DEL with the static IPAM and removes the reservations itself', async () => {
+    const node = await t.lab.node('ptp');
+    const { c, dir, dropHostLocal } = await setUp(node, { main: 'ptp' });
     const ctr = await t.lab.container();
     const { attachment } = await c.setup(spec, ctr.path);
-    if (rewrite !== undefined) await writeFile(join(dir, '10.78.0.2'), rewrite);
+    const own = `${ALLOC_ID}\r\neth0`;
+    expect(await reservations(dir)).toEqual({ '10.78.0.2': own, 'fd00:78::2': own });
+    await writeFile(join(dir, '10.78.0.9'), 'other-container\r\neth0');
     await dropHostLocal();
 
     const report = await c.teardown(ALLOC_ID, attachment);
-    // The bridge DEL exec'd its IPAM, which is gone now; the audit then swept the reservations.
+    expect(report.delError).toBeUndefined();
+    expect(report.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
+    expect(await reservations(dir)).toEqual({ '10.78.0.9': 'other-container\r\neth0' });
+    // ptp's DEL ran: the container's interface is gone.
+    expect(await ctr.links()).not.toContain('eth0');
+  });
+
+  it.each<[string, { ipam?: Record<string, unknown>; rewrite?: string; main?: 'ptp' }]>([
+    ['an option the native path does not know', { ipam: { someOption: true } }],
+    ['a reservation in the older text (the id alone)', { rewrite: ALLOC_ID }],
+    ['ptp when no static plugin is there', { main: 'ptp' }],
+  ])('runs host-local’s own DEL for %s', async (_, { ipam = {}, rewrite, main }) => {
+    const node = await t.lab.node('plug');
+    const { c, dir, dropHostLocal, drop } = await setUp(node, { ipam, ...(main && { main }) });
+    const ctr = await t.lab.container();
+    const { attachment } = await c.setup(spec, ctr.path);
+    if (rewrite !== undefined) await writeFile(join(dir, '10.78.0.2'), rewrite);
+    if (main === 'ptp') await drop('static');
+    await dropHostLocal();
+
+    const report = await c.teardown(ALLOC_ID, attachment);
+    // The main plugin's DEL exec'd its IPAM, which is gone now; the audit then swept the
+    // reservations.
     expect(report.delError).toMatch(/host-local/);
     expect(report.removed.reservations.map((r) => r.address).sort()).toEqual([
       '10.78.0.2',

@@ -84,19 +84,30 @@ export function nativePluginOf(
   if (plugin.type === 'loopback')
     return onlyKeys(raw, LOOPBACK_KEYS) ? { type: 'loopback' } : undefined;
   if (plugin.type !== 'bridge' || !onlyKeys(raw, BRIDGE_KEYS)) return undefined;
-  const { bridge, promiscMode, ipam } = raw;
+  const { bridge, promiscMode } = raw;
   if (bridge !== undefined && typeof bridge !== 'string') return undefined;
   if (promiscMode !== undefined && typeof promiscMode !== 'boolean') return undefined;
-  if (!isRecord(ipam) || ipam.type !== 'host-local' || !onlyKeys(ipam, HOST_LOCAL_KEYS))
-    return undefined;
-  const dataDir = ipam.dataDir ?? HOST_LOCAL_DATA_DIR;
-  if (typeof dataDir !== 'string') return undefined;
+  const ipamDir = hostLocalDirOf(plugin, network);
+  if (ipamDir === undefined) return undefined;
   return {
     type: 'bridge',
     bridge: bridge === undefined || bridge === '' ? DEFAULT_BRIDGE : bridge,
     promiscMode: promiscMode ?? false,
-    ipamDir: join(dataDir === '' ? HOST_LOCAL_DATA_DIR : dataDir, network.name),
+    ipamDir,
   };
+}
+
+/**
+ * The directory of `plugin`'s host-local IPAM in `network` when that IPAM has known keys only;
+ * undefined for another IPAM or one with a key listed nowhere here.
+ */
+export function hostLocalDirOf(plugin: PluginConfig, network: NetworkConfig): string | undefined {
+  const { ipam } = plugin.raw;
+  if (!isRecord(ipam) || ipam.type !== 'host-local' || !onlyKeys(ipam, HOST_LOCAL_KEYS))
+    return undefined;
+  const dataDir = ipam.dataDir ?? HOST_LOCAL_DATA_DIR;
+  if (typeof dataDir !== 'string') return undefined;
+  return join(dataDir === '' ? HOST_LOCAL_DATA_DIR : dataDir, network.name);
 }
 
 /** Whether CNI_ARGS ask host-local for an address (its CHECK then validates it: the plugin's). */

@@ -10,12 +10,24 @@ import { nativeRelease } from './native-release.js';
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 beforeEach(async () => {
   tmp = await tempDir();
+  plugins = join(tmp.path, 'plugins');
+  await mkdir(plugins);
+  await writeFile(join(plugins, 'static'), '');
 });
 afterEach(async () => {
   await tmp.remove();
 });
 
-const ctx = { logger: silentLogger };
+/** The runtime's plugin directories: one with a `static` plugin, per test. */
+let plugins: string;
+const ctx = {
+  logger: silentLogger,
+  runtime: {
+    get pluginDirs() {
+      return [join(tmp.path, 'missing'), plugins];
+    },
+  },
+};
 const attachment = { allocId: 'a1', ifName: 'eth0', addresses: ['10.1.0.2', 'fd00::2'] };
 
 function network(main: Record<string, unknown>, ipam: Record<string, unknown> = {}) {
@@ -56,6 +68,25 @@ it('removes exactly the result’s files and runs the bridge without its IPAM, t
   expect(await readdir(join(tmp.path, 'n'))).toEqual(['10.1.0.3']);
 });
 
+it('runs ptp with the static IPAM, whose DEL does nothing, and removes the files itself', async () => {
+  await reserve({ '10.1.0.2': 'a1\r\neth0', 'fd00::2': 'a1\r\neth0' });
+  const net = network({ type: 'ptp', ipMasq: true, mtu: 1400 });
+  const own = await nativeRelease(ctx, net, attachment);
+  expect(own?.after).toBe('ptp');
+  expect(own?.reduce(net).plugins[1]?.raw).toEqual({
+    type: 'ptp',
+    ipMasq: true,
+    mtu: 1400,
+    ipam: { type: 'static' },
+  });
+  await own?.release();
+  expect(await readdir(join(tmp.path, 'n'))).toEqual([]);
+  // Without a static plugin in any plugin directory, ptp runs host-local's own DEL.
+  await rm(join(plugins, 'static'));
+  await reserve({ '10.1.0.2': 'a1\r\neth0', 'fd00::2': 'a1\r\neth0' });
+  expect(await nativeRelease(ctx, net, attachment)).toBeUndefined();
+});
+
 it('leaves the release to host-local for anything it does not know', async () => {
   const exact = { '10.1.0.2': 'a1\r\neth0', 'fd00::2': 'a1\r\neth0' };
   const cases: [
@@ -68,7 +99,8 @@ it('leaves the release to host-local for anything it does not know', async () =>
     ['the older text', { ...exact, '10.1.0.2': 'a1' }, { type: 'bridge' }, {}],
     ['another interface', { ...exact, '10.1.0.2': 'a1\r\neth1' }, { type: 'bridge' }, {}],
     ['a missing file', { '10.1.0.2': 'a1\r\neth0' }, { type: 'bridge' }, {}],
-    ['ptp', exact, { type: 'ptp' }, {}],
+    ['a ptp option it does not know', exact, { type: 'ptp', someOption: 1 }, {}],
+    ['ptp with another IPAM', exact, { type: 'ptp' }, { type: 'dhcp' }],
     ['a bridge option it does not know', exact, { type: 'bridge', macspoofchk: true }, {}],
     ['a host-local option it does not know', exact, { type: 'bridge' }, { someOption: 1 }],
   ];
