@@ -8,21 +8,18 @@
 import { readdir, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniCache, createCniRuntime, createNodePluginExec } from '@allocnet/cni';
-import { tempDir } from '@allocnet/cni/testing';
 import { createCniConfigurator, createRouteReader } from '@allocnet/cni-configurator';
 import type { AllocNetworkSpec, CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
-import { createNetnsLab, echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
-import type { NetnsLab, TestNetns } from '@allocnet/testns';
+import { echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
+import type { TestNetns } from '@allocnet/testns';
+import { labPerTest } from './fixtures/lab-per-test.js';
 
 const PLUGIN_DIR = '/usr/lib/cni';
 const ALLOC = '00000000-0000-4000-8000-0000000a29c1';
 const identity = { allocId: ALLOC, namespace: 'default', jobId: 'web', groupName: 'g' };
 
-let lab: NetnsLab;
-let node: TestNetns;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let configurator: CniConfigurator | undefined;
+const t = labPerTest({ node: true });
 
 beforeAll(async () => {
   await requireNetworkTestHost(
@@ -32,30 +29,14 @@ beforeAll(async () => {
   );
 });
 
-beforeEach(async () => {
-  lab = createNetnsLab();
-  node = await lab.node();
-  tmp = await tempDir();
-});
-
-afterEach(async () => {
-  try {
-    await configurator?.close();
-    configurator = undefined;
-    await lab.dispose();
-  } finally {
-    await tmp.remove();
-  }
-});
-
 /** The two secondary networks' conflists, as an operator writes them. */
 async function writeNetworks(): Promise<void> {
-  const conf = join(tmp.path, 'conf');
+  const conf = join(t.tmp.path, 'conf');
   await mkdir(conf, { recursive: true });
   /** host-local on `subnet` from `start` to `end`, and on the whole of each of `more`. */
   const hostLocal = (subnet: string, start: string, end: string, more: string[] = []) => ({
     type: 'host-local',
-    dataDir: join(tmp.path, 'ipam'),
+    dataDir: join(t.tmp.path, 'ipam'),
     ranges: [[{ subnet, rangeStart: start, rangeEnd: end }], ...more.map((m) => [{ subnet: m }])],
     routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }],
   });
@@ -92,28 +73,28 @@ async function writeNetworks(): Promise<void> {
 
 async function make(): Promise<CniConfigurator> {
   await writeNetworks();
-  configurator = await createCniConfigurator({
+  t.configurator = await createCniConfigurator({
     runtime: createCniRuntime({
       pluginDirs: [PLUGIN_DIR],
-      cacheDir: join(tmp.path, 'cache'),
-      exec: createNodePluginExec({ netns: node.name }),
+      cacheDir: join(t.tmp.path, 'cache'),
+      exec: createNodePluginExec({ netns: t.node.name }),
     }),
     // The bridge and the host veths are in the node namespace: CHECK reads them there.
-    routeReader: createRouteReader({ netns: node.path }),
+    routeReader: createRouteReader({ netns: t.node.path }),
     iptables: {
-      ipv4: createIptables({ netns: node.path }),
-      ipv6: createIptables({ family: 'ipv6', netns: node.path }),
+      ipv4: createIptables({ netns: t.node.path }),
+      ipv6: createIptables({ family: 'ipv6', netns: t.node.path }),
     },
-    defaultNetwork: { ipamDataDir: join(tmp.path, 'ipam') },
-    confDir: join(tmp.path, 'conf'),
+    defaultNetwork: { ipamDataDir: join(t.tmp.path, 'ipam') },
+    confDir: join(t.tmp.path, 'conf'),
     watchConfDir: false,
   });
-  return configurator;
+  return t.configurator;
 }
 
 /** host-local's reservation files under the test's IPAM dir, as `network/address`. */
 async function reservations(): Promise<string[]> {
-  const root = join(tmp.path, 'ipam');
+  const root = join(t.tmp.path, 'ipam');
   const found: string[] = [];
   let networks: string[];
   try {
@@ -174,13 +155,13 @@ async function ping(from: TestNetns, address: string): Promise<void> {
 describe('several networks in one allocation namespace', () => {
   it('sets up a primary, a macvlan and a second bridge as asked, and tears each down alone', async () => {
     const c = await make();
-    const alloc = await lab.container('alloc');
+    const alloc = await t.lab.container('alloc');
     // The macvlan's segment: its master vl0 in the node, whose peer is a client's eth0.
-    const vlanClient = await lab.container('vclient');
-    await lab.veth(node, 'vl0', vlanClient, 'eth0');
+    const vlanClient = await t.lab.container('vclient');
+    await t.lab.veth(t.node, 'vl0', vlanClient, 'eth0');
     await vlanClient.exec(['ip', 'addr', 'add', '10.88.0.200/24', 'dev', 'eth0']);
     // Warm the node up, so that the plugins' shared chains exist before the baseline.
-    const warm = await lab.container('warm');
+    const warm = await t.lab.container('warm');
     const first = await c.setup(
       {
         ...identity,
@@ -190,14 +171,14 @@ describe('several networks in one allocation namespace', () => {
       warm.path,
     );
     await c.teardown(first.status.allocId, first.attachment);
-    const baseline = await node.ruleset();
+    const baseline = await t.node.ruleset();
 
     const primarySpec: AllocNetworkSpec = {
       ...identity,
       ports: [{ label: 'http', value: 23080, to: 8080 }],
     };
     const primary = await c.setup(primarySpec, alloc.path);
-    const withPrimary = await node.ruleset();
+    const withPrimary = await t.node.ruleset();
     const primaryReservations = await reservations();
     expect(primaryReservations).toEqual([`nomad/${primary.status.address}`]);
 
@@ -240,7 +221,7 @@ describe('several networks in one allocation namespace', () => {
     for (const a of [primary.attachment, vlan.attachment, storage.attachment])
       expect(await c.check(a)).toEqual({ ran: true });
     // The same CHECK with the default routes back in the cached result fails: no route of `::/0`.
-    const cache = createCniCache(join(tmp.path, 'cache'));
+    const cache = createCniCache(join(t.tmp.path, 'cache'));
     const cached = await cache.readResult('vlan', ALLOC, 'net1');
     if (cached === undefined) throw new Error('no cached result of the macvlan attachment');
     const kept = cached.result as { routes: unknown[] };
@@ -258,14 +239,14 @@ describe('several networks in one allocation namespace', () => {
     expect(await c.check(vlan.attachment)).toEqual({ ran: true });
 
     // Traffic reaches each interface from its own segment; the port answers on the primary.
-    const storageClient = await lab.container('sclient');
-    await lab.veth(node, 'sc0', storageClient, 'eth0');
-    await node.exec(['ip', 'link', 'set', 'sc0', 'master', 'storage0']);
+    const storageClient = await t.lab.container('sclient');
+    await t.lab.veth(t.node, 'sc0', storageClient, 'eth0');
+    await t.node.exec(['ip', 'link', 'set', 'sc0', 'master', 'storage0']);
     await storageClient.exec(['ip', 'addr', 'add', '10.77.0.200/24', 'dev', 'eth0']);
     await ping(vlanClient, '10.88.0.42');
     await ping(storageClient, '10.77.0.33');
-    await ping(node, primary.status.address);
-    const client = await lab.client(node);
+    await ping(t.node, primary.status.address);
+    const client = await t.lab.client(t.node);
     const server = await startEchoServer(alloc.name, 8080);
     try {
       expect(await echo(client.netns.name, 'tcp', client.nodeAddress, 23080, 'hi')).toBe('tcp:hi');
@@ -280,13 +261,13 @@ describe('several networks in one allocation namespace', () => {
     // DEL from the CNI cache's entry of that network and interface), the macvlan's with it.
     const s = await c.teardown(ALLOC, undefined, { only: { network: 'storage', ifName: 'net2' } });
     expect([s.delRan, s.delError]).toEqual([true, undefined]);
-    expect(await node.ruleset()).toEqual(withPrimary);
+    expect(await t.node.ruleset()).toEqual(withPrimary);
     expect((await reservations()).filter((r) => r.startsWith('storage/'))).toEqual([]);
     const v = await c.teardown(ALLOC, vlan.attachment, {
       only: { network: 'vlan', ifName: 'net1' },
     });
     expect([v.delRan, v.delError, v.removed.reservations]).toEqual([true, undefined, []]);
-    expect(await node.ruleset()).toEqual(withPrimary);
+    expect(await t.node.ruleset()).toEqual(withPrimary);
     expect(await reservations()).toEqual(primaryReservations);
     expect(Object.keys(await addressesIn(alloc)).sort()).toEqual(['eth0', 'lo']);
     expect(await c.check(primary.attachment)).toEqual({ ran: true });
@@ -294,7 +275,7 @@ describe('several networks in one allocation namespace', () => {
     const p = await c.teardown(ALLOC, primary.attachment);
     expect(p.delError).toBeUndefined();
     expect(await reservations()).toEqual([]);
-    expect(await node.ruleset()).toEqual(baseline);
+    expect(await t.node.ruleset()).toEqual(baseline);
   });
 
   it('finds, cleans up and reaps a forgotten allocation’s state in every one of its networks', async () => {
@@ -304,10 +285,10 @@ describe('several networks in one allocation namespace', () => {
       ['storage', 'bridge'],
       ['vlan', 'macvlan,tuning'],
     ]);
-    const alloc = await lab.container('alloc');
-    const vlanClient = await lab.container('vclient');
-    await lab.veth(node, 'vl0', vlanClient, 'eth0');
-    const warm = await lab.container('warm');
+    const alloc = await t.lab.container('alloc');
+    const vlanClient = await t.lab.container('vclient');
+    await t.lab.veth(t.node, 'vl0', vlanClient, 'eth0');
+    const warm = await t.lab.container('warm');
     const first = await c.setup(
       {
         ...identity,
@@ -317,7 +298,7 @@ describe('several networks in one allocation namespace', () => {
       warm.path,
     );
     await c.teardown(first.status.allocId, first.attachment);
-    const baseline = await node.ruleset();
+    const baseline = await t.node.ruleset();
     await c.setup({ ...identity, ports: [{ label: 'http', value: 23080, to: 8080 }] }, alloc.path);
     await c.setup({ ...identity, network: 'vlan', ifName: 'net1' }, alloc.path);
     await c.setup({ ...identity, network: 'storage', ifName: 'net2' }, alloc.path);
@@ -334,7 +315,7 @@ describe('several networks in one allocation namespace', () => {
     expect(vlanOnly.removed.rules).toEqual([]);
     expect(vlanOnly.removed.reservations.map((r) => r.network)).toEqual(['vlan', 'vlan']);
     expect(vlanOnly.removed.cacheFiles).toEqual([
-      join(tmp.path, 'cache', 'results', `vlan-${ALLOC}-net1`),
+      join(t.tmp.path, 'cache', 'results', `vlan-${ALLOC}-net1`),
     ]);
     expect((await reservations()).map((r) => r.split('/')[0])).toEqual(['nomad', 'storage']);
     const reaped = await c.reapLeaks([]);
@@ -343,6 +324,6 @@ describe('several networks in one allocation namespace', () => {
       [['nomad', 'storage']],
     ]);
     expect(await reservations()).toEqual([]);
-    expect(await node.ruleset()).toEqual(baseline);
+    expect(await t.node.ruleset()).toEqual(baseline);
   });
 });

@@ -8,61 +8,43 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniRuntime, createNodePluginExec, parseNetworkConfigText } from '@allocnet/cni';
 import type { CniRuntime } from '@allocnet/cni';
-import { tempDir } from '@allocnet/cni/testing';
 import { createCniConfigurator, createRouteReader } from '@allocnet/cni-configurator';
 import type { AllocAttachment, CniConfigurator } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
-import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
-import type { NetnsLab, TestNetns } from '@allocnet/testns';
+import { requireNetworkTestHost } from '@allocnet/testns';
+import type { TestNetns } from '@allocnet/testns';
+import { labPerTest } from './fixtures/lab-per-test.js';
 
 const PLUGIN_DIR = '/usr/lib/cni';
 
-let lab: NetnsLab;
-let node: TestNetns;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
+const t = labPerTest({ node: true });
+
 let runtime: CniRuntime;
-let configurator: CniConfigurator | undefined;
 
 beforeAll(async () => {
   await requireNetworkTestHost(['ip', 'iptables', 'nsenter', `${PLUGIN_DIR}/bridge`]);
 });
 
-beforeEach(async () => {
-  lab = createNetnsLab();
-  node = await lab.node();
-  tmp = await tempDir();
-});
-
-afterEach(async () => {
-  try {
-    await configurator?.close();
-    configurator = undefined;
-    await lab.dispose();
-  } finally {
-    await tmp.remove();
-  }
-});
-
 async function make(ipv6 = false): Promise<CniConfigurator> {
   runtime = createCniRuntime({
     pluginDirs: [PLUGIN_DIR],
-    cacheDir: join(tmp.path, 'cache'),
-    exec: createNodePluginExec({ netns: node.name }),
+    cacheDir: join(t.tmp.path, 'cache'),
+    exec: createNodePluginExec({ netns: t.node.name }),
   });
-  configurator = await createCniConfigurator({
+  t.configurator = await createCniConfigurator({
     runtime,
-    routeReader: createRouteReader({ netns: node.path }),
+    routeReader: createRouteReader({ netns: t.node.path }),
     iptables: {
-      ipv4: createIptables({ netns: node.path }),
-      ipv6: createIptables({ family: 'ipv6', netns: node.path }),
+      ipv4: createIptables({ netns: t.node.path }),
+      ipv6: createIptables({ family: 'ipv6', netns: t.node.path }),
     },
     defaultNetwork: {
-      ipamDataDir: join(tmp.path, 'ipam'),
+      ipamDataDir: join(t.tmp.path, 'ipam'),
       ...(ipv6 ? { ipv6Subnet: 'fd00:a:b::/64' } : {}),
     },
     watchConfDir: false,
   });
-  return configurator;
+  return t.configurator;
 }
 
 let seq = 0;
@@ -131,13 +113,13 @@ const CASES: readonly Case[] = [
   ],
   [
     'the veth detached from the bridge',
-    (s) => node.exec(['ip', 'link', 'set', s.veth, 'nomaster']),
+    (s) => t.node.exec(['ip', 'link', 'set', s.veth, 'nomaster']),
     () =>
       'bridge: no veth of the result on the node is the peer of "eth0" enslaved to bridge "nomad"',
   ],
   [
     'the host veth given another MAC',
-    (s) => node.exec(['ip', 'link', 'set', s.veth, 'address', '02:00:00:00:aa:01']),
+    (s) => t.node.exec(['ip', 'link', 'set', s.veth, 'address', '02:00:00:00:aa:01']),
     (s) => `bridge: interface "${s.veth}" has MAC 02:00:00:00:aa:01, the result says`,
   ],
   [
@@ -147,7 +129,7 @@ const CASES: readonly Case[] = [
   ],
   [
     'the bridge in promiscuous mode',
-    () => node.exec(['ip', 'link', 'set', 'nomad', 'promisc', 'on']),
+    () => t.node.exec(['ip', 'link', 'set', 'nomad', 'promisc', 'on']),
     () => 'bridge: bridge "nomad" is in promiscuous mode, its config says promiscMode false',
   ],
   [
@@ -168,7 +150,7 @@ const CASES: readonly Case[] = [
   // Neither CHECK looks at the bridge's own address (the plugin's CHECK does not): both pass.
   [
     'the bridge’s address removed',
-    () => node.exec(['ip', 'addr', 'flush', 'dev', 'nomad']),
+    () => t.node.exec(['ip', 'addr', 'flush', 'dev', 'nomad']),
     undefined,
   ],
 ];
@@ -177,7 +159,7 @@ describe('the native CHECK against the plugins’ CHECK', () => {
   it('fails, naming what broke, exactly when the plugins’ CHECK fails', async () => {
     const c = await make();
     for (const [what, breakIt, says] of CASES) {
-      const ctr = await lab.container('ctr');
+      const ctr = await t.lab.container('ctr');
       const allocId = `00000000-0000-4000-8000-${(++seq).toString(16).padStart(12, '0')}`;
       const { status, attachment } = await c.setup(
         { allocId, namespace: 'default', jobId: 'j', groupName: 'g' },
@@ -189,7 +171,7 @@ describe('the native CHECK against the plugins’ CHECK', () => {
         ctr,
         address: status.address,
         veth,
-        ipamFile: join(tmp.path, 'ipam', 'nomad', status.address),
+        ipamFile: join(t.tmp.path, 'ipam', 'nomad', status.address),
       };
       expect([what, await pluginCheck(attachment), await nativeCheck(c, attachment)]).toEqual([
         what,
@@ -208,16 +190,16 @@ describe('the native CHECK against the plugins’ CHECK', () => {
       if (expected !== undefined)
         expect(native).toContain(`CHECK of "${allocId}" in network "nomad" failed: ${expected}`);
       if (what === 'the bridge in promiscuous mode')
-        await node.exec(['ip', 'link', 'set', 'nomad', 'promisc', 'off']);
+        await t.node.exec(['ip', 'link', 'set', 'nomad', 'promisc', 'off']);
       if (what === 'the bridge’s address removed')
-        await node.exec(['ip', 'addr', 'add', '172.26.64.1/20', 'dev', 'nomad']);
+        await t.node.exec(['ip', 'addr', 'add', '172.26.64.1/20', 'dev', 'nomad']);
       await c.teardown(allocId, attachment);
     }
   });
 
   it('passes a healthy dual-stack allocation as the plugins do, and fails when its IPv6 address goes', async () => {
     const c = await make(true);
-    const ctr = await lab.container('ctr');
+    const ctr = await t.lab.container('ctr');
     const { status, attachment } = await c.setup(
       {
         allocId: '00000000-0000-4000-8000-00000000ffff',

@@ -4,7 +4,6 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniRuntime, createNodePluginExec } from '@allocnet/cni';
-import { tempDir } from '@allocnet/cni/testing';
 import {
   allocChains,
   createCniConfigurator,
@@ -16,15 +15,12 @@ import type { AllocNetworkSpec, CniConfigurator } from '@allocnet/cni-configurat
 import { addPluginShapes } from '@allocnet/cni-configurator/testing';
 import { createBatch, createIptables } from '@allocnet/iptables-node';
 import type { Iptables } from '@allocnet/iptables-node';
-import { createNetnsLab, echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
-import type { NetnsLab, TestNetns } from '@allocnet/testns';
+import { echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
+import { labPerTest } from './fixtures/lab-per-test.js';
 
 const PLUGIN_DIR = '/usr/lib/cni';
 
-let lab: NetnsLab;
-let node: TestNetns;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let configurator: CniConfigurator | undefined;
+const t = labPerTest({ node: true });
 
 beforeAll(async () => {
   await requireNetworkTestHost([
@@ -36,45 +32,29 @@ beforeAll(async () => {
   ]);
 });
 
-beforeEach(async () => {
-  lab = createNetnsLab();
-  node = await lab.node();
-  tmp = await tempDir();
-});
-
-afterEach(async () => {
-  try {
-    await configurator?.close();
-    configurator = undefined;
-    await lab.dispose();
-  } finally {
-    await tmp.remove();
-  }
-});
-
 async function make(
   options: { attempts?: number; ipv6?: boolean; ipv4?: Iptables } = {},
 ): Promise<CniConfigurator> {
-  configurator = await createCniConfigurator({
+  t.configurator = await createCniConfigurator({
     runtime: createCniRuntime({
       pluginDirs: [PLUGIN_DIR],
-      cacheDir: join(tmp.path, 'cache'),
-      exec: createNodePluginExec({ netns: node.name }),
+      cacheDir: join(t.tmp.path, 'cache'),
+      exec: createNodePluginExec({ netns: t.node.name }),
     }),
     // The bridge and the host veths are in the node namespace: CHECK reads them there.
-    routeReader: createRouteReader({ netns: node.path }),
+    routeReader: createRouteReader({ netns: t.node.path }),
     iptables: {
-      ipv4: options.ipv4 ?? createIptables({ netns: node.path }),
-      ipv6: createIptables({ family: 'ipv6', netns: node.path }),
+      ipv4: options.ipv4 ?? createIptables({ netns: t.node.path }),
+      ipv6: createIptables({ family: 'ipv6', netns: t.node.path }),
     },
     defaultNetwork: {
-      ipamDataDir: join(tmp.path, 'ipam'),
+      ipamDataDir: join(t.tmp.path, 'ipam'),
       ...(options.ipv6 === true ? { ipv6Subnet: 'fd00:a:b::/64' } : {}),
     },
-    confDir: join(tmp.path, 'conf'),
+    confDir: join(t.tmp.path, 'conf'),
     retry: { attempts: options.attempts ?? 3 },
   });
-  return configurator;
+  return t.configurator;
 }
 
 let seq = 0;
@@ -92,7 +72,7 @@ function spec(extra: Partial<AllocNetworkSpec> = {}): AllocNetworkSpec {
 /** host-local's reservation files under the test's IPAM dirs. */
 async function reservations(): Promise<string[]> {
   const found: string[] = [];
-  for (const root of [join(tmp.path, 'ipam'), join(tmp.path, 'ipam-custom')]) {
+  for (const root of [join(t.tmp.path, 'ipam'), join(t.tmp.path, 'ipam-custom')]) {
     let networks: string[];
     try {
       networks = await readdir(root);
@@ -107,11 +87,11 @@ async function reservations(): Promise<string[]> {
   return found;
 }
 
-describe('the configurator on the real plugins', () => {
+describe('the t.configurator on the real plugins', () => {
   it('sets up 16 allocations at once on a fresh node without a single retry, one bridge, 16 addresses', async () => {
     // One attempt each: a first-setup race would fail a setup instead of being retried away.
     const c = await make({ attempts: 1 });
-    const containers = await Promise.all(Array.from({ length: 16 }, () => lab.container()));
+    const containers = await Promise.all(Array.from({ length: 16 }, () => t.lab.container()));
     const outcomes = await Promise.all(
       containers.map((ctr, i) =>
         c.setup(spec({ ports: [{ label: 'http', value: 21000 + i, to: 8080 }] }), ctr.path),
@@ -119,13 +99,13 @@ describe('the configurator on the real plugins', () => {
     );
     expect(outcomes.map((o) => o.status.attempts)).toEqual(Array(16).fill(1));
     expect(new Set(outcomes.map((o) => o.status.address)).size).toBe(16);
-    const bridges = (await node.exec(['ip', '-o', 'link', 'show', 'type', 'bridge'])).stdout
+    const bridges = (await t.node.exec(['ip', '-o', 'link', 'show', 'type', 'bridge'])).stdout
       .trim()
       .split('\n');
     expect(bridges).toHaveLength(1);
     expect(bridges[0]).toMatch(/^\d+: nomad:/);
     // Each shared jump exists once: no setup inserted a duplicate.
-    const rules = await node.ruleset();
+    const rules = await t.node.ruleset();
     expect(
       rules.match(/-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD/g),
     ).toHaveLength(1);
@@ -139,8 +119,8 @@ describe('the configurator on the real plugins', () => {
 
   it('serves host port 8080 → 80 over tcp and udp to a client on another host', async () => {
     const c = await make();
-    const alloc = await lab.container('alloc');
-    const client = await lab.client(node);
+    const alloc = await t.lab.container('alloc');
+    const client = await t.lab.client(t.node);
     const { status, attachment } = await c.setup(
       spec({ ports: [{ label: 'http', value: 8080, to: 80 }] }),
       alloc.path,
@@ -159,7 +139,7 @@ describe('the configurator on the real plugins', () => {
       await server.stop();
     }
     // Someone flushes portmap's jumps: CHECK says what is missing.
-    await node.exec(['iptables', '-t', 'nat', '-F', 'CNI-HOSTPORT-DNAT']);
+    await t.node.exec(['iptables', '-t', 'nat', '-F', 'CNI-HOSTPORT-DNAT']);
     const dnat = allocChains('nomad', status.allocId).dnat;
     // portmap's rules are the setup's own (native-add.ts): CHECK names the first one missing.
     await expect(c.check(attachment)).rejects.toThrow(
@@ -171,20 +151,20 @@ describe('the configurator on the real plugins', () => {
 
   it('CHECKs the firewall rules of a dual-stack allocation itself, and names the one that went missing', async () => {
     const c = await make({ ipv6: true });
-    const alloc = await lab.container('alloc');
+    const alloc = await t.lab.container('alloc');
     const { status, attachment } = await c.setup(spec(), alloc.path);
     const v6 = attachment.addresses.find((a) => a.includes(':'));
     expect(v6).toBeDefined();
     // ip6tables prints the address as it likes it; CHECK compares addresses, not strings.
     await expect(c.check(attachment)).resolves.toEqual({ ran: true });
-    await node.exec(['ip6tables', '-D', 'CNI-FORWARD', '-s', `${v6}/128`, '-j', 'ACCEPT']);
+    await t.node.exec(['ip6tables', '-D', 'CNI-FORWARD', '-s', `${v6}/128`, '-j', 'ACCEPT']);
     await expect(c.check(attachment)).rejects.toThrow(
       `CHECK of "${status.allocId}" in network "nomad" failed: a firewall rule is missing (ipv6): -A CNI-FORWARD -s ${v6}/128 -j ACCEPT`,
     );
     // The shared jump into the firewall's chain goes: every allocation on the node is broken.
-    await node.exec(['ip6tables', '-A', 'CNI-FORWARD', '-s', `${v6}/128`, '-j', 'ACCEPT']);
+    await t.node.exec(['ip6tables', '-A', 'CNI-FORWARD', '-s', `${v6}/128`, '-j', 'ACCEPT']);
     await expect(c.check(attachment)).resolves.toEqual({ ran: true });
-    await node.exec(['iptables', '-F', 'FORWARD']);
+    await t.node.exec(['iptables', '-F', 'FORWARD']);
     await expect(c.check(attachment)).rejects.toThrow(
       'failed: a firewall rule is missing (ipv4): -A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
     );
@@ -198,9 +178,9 @@ describe('the configurator on the real plugins', () => {
       network: undefined,
     }),
     'a custom-named bridge network': async () => {
-      await mkdir(join(tmp.path, 'conf'), { recursive: true });
+      await mkdir(join(t.tmp.path, 'conf'), { recursive: true });
       await writeFile(
-        join(tmp.path, 'conf', '10-custom.conflist'),
+        join(t.tmp.path, 'conf', '10-custom.conflist'),
         JSON.stringify({
           cniVersion: '1.0.0',
           name: 'custom-br',
@@ -214,7 +194,7 @@ describe('the configurator on the real plugins', () => {
                 type: 'host-local',
                 ranges: [[{ subnet: '10.77.0.0/24' }]],
                 routes: [{ dst: '0.0.0.0/0' }],
-                dataDir: join(tmp.path, 'ipam-custom'),
+                dataDir: join(t.tmp.path, 'ipam-custom'),
               },
             },
             { type: 'firewall', backend: 'iptables' },
@@ -225,9 +205,9 @@ describe('the configurator on the real plugins', () => {
       return { c: await make(), network: 'custom-br' };
     },
     'a ptp network': async () => {
-      await mkdir(join(tmp.path, 'conf'), { recursive: true });
+      await mkdir(join(t.tmp.path, 'conf'), { recursive: true });
       await writeFile(
-        join(tmp.path, 'conf', '20-ptp.conflist'),
+        join(t.tmp.path, 'conf', '20-ptp.conflist'),
         JSON.stringify({
           cniVersion: '1.0.0',
           name: 'ptpnet',
@@ -239,7 +219,7 @@ describe('the configurator on the real plugins', () => {
                 type: 'host-local',
                 ranges: [[{ subnet: '10.78.0.0/24' }]],
                 routes: [{ dst: '0.0.0.0/0' }],
-                dataDir: join(tmp.path, 'ipam-custom'),
+                dataDir: join(t.tmp.path, 'ipam-custom'),
               },
             },
             { type: 'portmap', capabilities: { portMappings: true }, snat: true },
@@ -256,15 +236,15 @@ describe('the configurator on the real plugins', () => {
       const { c, network } = await networks[name as keyof typeof networks]();
       const ports = [{ label: 'http', value: 8080, to: 80 }];
       // Warm the node up, so the shared chains exist before the snapshot.
-      const warm = await lab.container();
+      const warm = await t.lab.container();
       const first = await c.setup(
         spec({ ...(network === undefined ? {} : { network }), ports }),
         warm.path,
       );
       await c.teardown(first.status.allocId, first.attachment);
-      const before = await node.ruleset();
+      const before = await t.node.ruleset();
 
-      const ctr = await lab.container();
+      const ctr = await t.lab.container();
       const { status, attachment } = await c.setup(
         spec({
           ...(network === undefined ? {} : { network }),
@@ -272,14 +252,14 @@ describe('the configurator on the real plugins', () => {
         }),
         ctr.path,
       );
-      expect(await node.ruleset()).not.toEqual(before);
-      await node.exec(['ip', 'netns', 'del', ctr.name]);
+      expect(await t.node.ruleset()).not.toEqual(before);
+      await t.node.exec(['ip', 'netns', 'del', ctr.name]);
       const report = await c.teardown(status.allocId, attachment);
       expect(report.delError).toBeUndefined();
       // Without the namespace, bridge's DEL cannot learn the addresses to un-masquerade; the
       // teardown removed that chain beside the DEL (native-del.ts): the audit found nothing.
       expect(report.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
-      expect(await node.ruleset()).toEqual(before);
+      expect(await t.node.ruleset()).toEqual(before);
       expect(await reservations()).toEqual([]);
     },
   );
@@ -288,11 +268,14 @@ describe('the configurator on the real plugins', () => {
     const c = await make({ ipv6: true });
     const runtime = createCniRuntime({
       pluginDirs: [PLUGIN_DIR],
-      cacheDir: join(tmp.path, 'plain-cache'),
-      exec: createNodePluginExec({ netns: node.name }),
+      cacheDir: join(t.tmp.path, 'plain-cache'),
+      exec: createNodePluginExec({ netns: t.node.name }),
     });
     const network = defaultNetworkConfig(
-      defaultNetworkSettings({ ipamDataDir: join(tmp.path, 'ipam'), ipv6Subnet: 'fd00:a:b::/64' }),
+      defaultNetworkSettings({
+        ipamDataDir: join(t.tmp.path, 'ipam'),
+        ipv6Subnet: 'fd00:a:b::/64',
+      }),
     );
     const allocId = spec().allocId;
     const { masq } = allocChains(network.name, allocId);
@@ -300,7 +283,7 @@ describe('the configurator on the real plugins', () => {
     const masquerade = async (v4: string, v6: string) => {
       const lines = await Promise.all(
         ['iptables', 'ip6tables'].map(
-          async (cmd) => (await node.exec([cmd, '-t', 'nat', '-S'])).stdout,
+          async (cmd) => (await t.node.exec([cmd, '-t', 'nat', '-S'])).stdout,
         ),
       );
       return lines
@@ -310,7 +293,7 @@ describe('the configurator on the real plugins', () => {
         .map((l) => l.replaceAll(v4, '<v4>').replaceAll(v6, '<v6>'));
     };
     // The plugin's own, through the CNI runtime alone.
-    const ctr = await lab.container();
+    const ctr = await t.lab.container();
     const attachment = { containerId: allocId, netns: ctr.path, ifName: 'eth0' };
     const added = await runtime.add(network, attachment);
     const [pluginV4 = '', pluginV6 = ''] = added.result.ips.map((ip) => ip.address.split('/')[0]);
@@ -327,7 +310,7 @@ describe('the configurator on the real plugins', () => {
 
   /** IPv4 iptables of the node that counts the sweep's calls, and runs `beforeRemoveAt` first. */
   function counted(beforeRemoveAt?: () => Promise<void>) {
-    const real = createIptables({ netns: node.path });
+    const real = createIptables({ netns: t.node.path });
     const calls = { restore: 0, removeAt: 0 };
     const ipt: Iptables = {
       ...real,
@@ -346,9 +329,9 @@ describe('the configurator on the real plugins', () => {
 
   /** 1,000 leaked allocations in the plugins' shapes, a third with reservation files; their ids. */
   async function leak(): Promise<string[]> {
-    const ipt = createIptables({ netns: node.path });
+    const ipt = createIptables({ netns: t.node.path });
     const batch = createBatch();
-    const ipamDir = join(tmp.path, 'ipam', 'nomad');
+    const ipamDir = join(t.tmp.path, 'ipam', 'nomad');
     await mkdir(ipamDir, { recursive: true });
     const ids: string[] = [];
     for (let i = 0; i < 1000; i++) {
@@ -371,10 +354,10 @@ describe('the configurator on the real plugins', () => {
   it('reaps 1,000 leaked allocations in one call, by rule handle, and brings iptables back to its baseline', async () => {
     const { ipt, calls } = counted();
     const c = await make({ ipv4: ipt });
-    const warm = await lab.container();
+    const warm = await t.lab.container();
     const first = await c.setup(spec({ ports: [{ label: 'p', value: 9000 }] }), warm.path);
     await c.teardown(first.status.allocId, first.attachment);
-    const before = await node.ruleset();
+    const before = await t.node.ruleset();
     const ids = await leak();
 
     const found = await c.findLeaks([]);
@@ -387,13 +370,13 @@ describe('the configurator on the real plugins', () => {
     expect(progress.at(-1)).toBe(1000);
     // Two batches of 500, each one nf_tables transaction; no iptables-restore.
     expect(calls).toEqual({ restore: 0, removeAt: 2 });
-    expect(await node.ruleset()).toEqual(before);
+    expect(await t.node.ruleset()).toEqual(before);
     expect(await reservations()).toEqual([]);
     expect((await c.findLeaks([])).leaks).toEqual([]);
   });
 
   it('reaps by iptables-restore when the ruleset changed after the scan, keeping the newcomer', async () => {
-    const real = createIptables({ netns: node.path });
+    const real = createIptables({ netns: t.node.path });
     const newcomer = [
       '-s',
       '10.7.7.7/32',
@@ -417,7 +400,7 @@ describe('the configurator on the real plugins', () => {
         .newChain('nat', 'CNI-HOSTPORT-DNAT')
         .newChain('nat', 'CNI-HOSTPORT-SETMARK'),
     );
-    const before = await node.ruleset();
+    const before = await t.node.ruleset();
     await leak();
     calls.restore = 0;
 
@@ -428,6 +411,6 @@ describe('the configurator on the real plugins', () => {
     // generation is then given up, so the second batch does too.
     expect(calls).toEqual({ restore: 2, removeAt: 1 });
     await real.delete('filter', 'FORWARD', newcomer);
-    expect(await node.ruleset()).toEqual(before);
+    expect(await t.node.ruleset()).toEqual(before);
   });
 });
