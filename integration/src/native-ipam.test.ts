@@ -4,9 +4,9 @@
 // last-reserved files equal those host-local alone leaves for the same ADDs and DELs, round its
 // ranges and past their gateways. A teardown runs the bridge plugin's DEL without IPAM (ptp's with
 // the static IPAM) and removes the allocation's reservation files itself, exactly those
-// host-local's DEL would remove; anything it does not know runs host-local's own DEL. The plugins are found through a directory of links
-// to /usr/lib/cni, so that a test can take host-local away after the ADD: a DEL that still runs it
-// then fails. Needs root and containernetworking-plugins.
+// host-local's DEL would remove; anything it does not know runs host-local's own DEL. The plugins
+// are found through a directory of links to /usr/lib/cni, so that a test can take host-local away
+// after the ADD: a DEL that still runs it then fails. Needs root and containernetworking-plugins.
 import { mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCniRuntime, createNodePluginExec, parseNetworkConfig } from '@allocnet/cni';
