@@ -97,9 +97,11 @@ async function run(...args: string[]) {
     );
   });
   const lines = (await readFile(file, 'utf8')).split('\n');
-  const packages = new Set(lines.map(packageOf).filter((p) => p !== undefined));
+  /** The packages of the files loaded, each read from its own file. */
+  const files = new Set(lines.map(packageOf).filter((p) => p !== undefined));
+  const packages = new Set(files);
   for (const line of lines) for (const name of await bundledIn(line)) packages.add(name);
-  return { code, stdout, packages };
+  return { code, stdout, packages, files };
 }
 
 /** Each test starts a few Node processes, on a machine that may be busy. */
@@ -185,6 +187,24 @@ describe('what a command loads', () => {
       } finally {
         server.forceShutdown();
       }
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    "--local loads the node's packages from its chunk, not file by file, and not the agent",
+    async () => {
+      // A namespace outside /run/netns: the command loads what it runs with, then refuses it
+      // before anything runs.
+      const { code, packages, files } = await run('leaks', '--local', '--host-netns', dir.path);
+      expect(code).toBe(2);
+      // Bundled modules are named by package and file (`@allocnet/iptables-node/save.js`).
+      const of = (names: Set<string>, pkg: string) =>
+        [...names].some((name) => name === pkg || name.startsWith(`${pkg}/`));
+      const node = ['@allocnet/cni-configurator', '@allocnet/cni', '@allocnet/iptables-node'];
+      expect(node.filter((pkg) => of(packages, pkg))).toEqual(node);
+      const apart = [...HEAVY.filter((name) => name !== 'koffi'), ...GRPC];
+      expect(apart.filter((pkg) => of(files, pkg))).toEqual([]);
     },
     TIMEOUT_MS,
   );
