@@ -82,10 +82,11 @@ it('a full data dir refuses writes with RESOURCE_EXHAUSTED, keeps serving reads,
   const noSpace = `the data dir "${host.dataDir}" has no space left (No space left on device`;
   // A setup needs its intent record: refused before anything ran.
   const refused = await outcome(unary(host.alloc(), 'SetupAllocNetwork', spec(B, 28081)));
-  expect(refused === 'ok' ? 'ok' : refused[0]).toBe('RESOURCE_EXHAUSTED');
-  expect(refused === 'ok' ? '' : refused[1]).toContain(
-    `writing the record of allocation "${B}" failed: ${noSpace}`,
-  );
+  // Both at once, so that a failure shows the status and what the agent said.
+  expect(refused).toEqual([
+    'RESOURCE_EXHAUSTED',
+    expect.stringContaining(`writing the record of allocation "${B}" failed: ${noSpace}`),
+  ]);
   // A teardown needs its intent record too: refused, A untouched.
   const kept = await outcome(unary(host.alloc(), 'TeardownAllocNetwork', { allocId: A }));
   expect(kept === 'ok' ? 'ok' : kept[0]).toBe('RESOURCE_EXHAUSTED');
