@@ -17,10 +17,13 @@
 import { spawnSync } from 'node:child_process';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { unary } from '@allocnet/proto';
 import { requireNetworkTestHost } from '@allocnet/testns';
 import { CLI_MAIN, PLUGIN_DIR, createAgentHost, outcome } from './fixtures/agent-host.js';
+
+const STORE_CHILD = fileURLToPath(new URL('./fixtures/store-child.mjs', import.meta.url));
 import type { AgentHost } from './fixtures/agent-host.js';
 
 const A = '00000000-0000-4000-8000-0000000fd00a';
@@ -93,6 +96,8 @@ it('a full data dir refuses writes with RESOURCE_EXHAUSTED, keeps serving reads,
   expect(await host.ruleset()).toBe(withA.rules);
   expect(await host.reservations()).toEqual(withA.reservations);
   expect(await host.namespaces()).toEqual([`${host.netnsPrefix}${A}`]);
+  // Refused before LMDB tried: its failed page write prints this, and can end the agent.
+  expect(agent.stderr()).not.toContain('Write error');
 
   // Reads go on, and the agent says what is wrong.
   const list = await unary(host.alloc(), 'ListAllocNetworks', {});
@@ -109,6 +114,7 @@ it('a full data dir refuses writes with RESOURCE_EXHAUSTED, keeps serving reads,
   const again = await outcome(unary(host.alloc(), 'TeardownAllocNetwork', { allocId: A }));
   expect(again === 'ok' ? 'ok' : again[0]).toBe('RESOURCE_EXHAUSTED');
   expect(agent.child.exitCode).toBeNull();
+  expect(agent.stderr()).not.toContain('Write error');
 
   // Space comes back: the same calls work.
   await rm(filler);
@@ -121,6 +127,39 @@ it('a full data dir refuses writes with RESOURCE_EXHAUSTED, keeps serving reads,
   expect(await host.namespaces()).toEqual([]);
   expect(await host.reservations()).toEqual({});
   expect(await agent.stop()).toEqual({ code: 0, signal: null });
+});
+
+it('a disk that fills after the gate looked never reaches LMDB: a write lands in the room allocated ahead, or is refused before LMDB tries it', async () => {
+  // The store alone, in a process of its own, its gate told there is always room (store-child.mjs).
+  const child = await execa(process.execPath, [STORE_CHILD, host.dataDir], { reject: false });
+  const steps = child.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const noSpace = `the data dir "${host.dataDir}" has no space left (No space left on device: allocating `;
+  expect(steps).toEqual([
+    { step: 'put a', ok: true },
+    { step: 'fill', ok: true },
+    // On the full disk: into the blocks allocated ahead of LMDB's file.
+    { step: 'put b', ok: true },
+    // Larger than what is allocated ahead: its allocation fails, LMDB never sees it.
+    {
+      step: 'put c',
+      ok: false,
+      code: 'store-full',
+      error: expect.stringContaining(
+        `writing the record of allocation "c" failed: ${noSpace}`,
+      ) as unknown,
+    },
+    {
+      step: 'health',
+      ok: true,
+      health: expect.objectContaining({ writable: false, writeFailures: 1 }) as unknown,
+    },
+    { step: 'reopen', ok: true, ids: ['a', 'b'] },
+  ]);
+  // LMDB prints this when a page write fails, and may then abort (docs/reliability.md).
+  expect([child.exitCode, child.signal, child.stderr]).toEqual([0, undefined, '']);
 });
 
 /** Every path under `dir` (directories with a trailing slash), relative, sorted: no sizes. */

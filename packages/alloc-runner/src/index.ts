@@ -49,6 +49,8 @@ export type {
 } from './record.js';
 export { MIGRATIONS, RECORD_PREFIX, SCHEMA_KEY, openRunnerStore } from './store.js';
 export type { Migration, MigrationContext, OpenStoreOptions, RunnerStore } from './store.js';
+export { realRoomSystem } from './room.js';
+export type { RoomSystem } from './room.js';
 export { NETNS_RUN_DIR, checkNetnsName, createIpNetnsManager } from './netns.js';
 export type { IpNetnsManagerOptions, NetnsManager } from './netns.js';
 export { CRASH_ENV, CRASH_POINTS, crashPointsFromEnv, noCrashPoints } from './crash.js';

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { isRunnerError } from './errors.js';
 import type { AllocRecord } from './record.js';
+import { realRoomSystem } from './room.js';
 import { SCHEMA_KEY, isNoSpace, openRunnerStore } from './store.js';
 
 let dir: string;
@@ -140,6 +141,49 @@ describe('openRunnerStore', () => {
     await expect(store.put(RECORD)).rejects.toThrow(
       `writing the record of allocation "a1" failed: the state store "${dir}/state" is closed`,
     );
+  });
+});
+
+describe('the store on a full disk (its room, room.ts)', () => {
+  /** The real system calls, with the free space the test says. */
+  const roomWith = (space: { free: number }) => ({
+    ...realRoomSystem,
+    available: () => space.free,
+  });
+
+  it('refuses to make a new store where its first write has no room, and says so', async () => {
+    expect(await refusal({ dataDir: dir, roomSystem: roomWith({ free: 4096 }) })).toEqual([
+      'store-full',
+      `writing the schema version failed: the data dir "${dir}" has no space left (No space left on device: 4096 bytes free, and a write may need 36864); nothing was changed, and writes work again once space is freed there`,
+    ]);
+  });
+
+  it('refuses a write before LMDB sees it, reports it, and takes the next one once there is room', async () => {
+    const space = { free: 1 << 30 };
+    const store = await openRunnerStore({
+      dataDir: dir,
+      roomSystem: roomWith(space),
+      now: () => 7,
+    });
+    space.free = 0;
+    await expect(store.put(RECORD)).rejects.toThrow(
+      `writing the record of allocation "a1" failed: the data dir "${dir}" has no space left (No space left on device: 0 bytes free, and a write may need 36864); nothing was changed, and writes work again once space is freed there`,
+    );
+    expect(await store.probe()).toBe(false);
+    expect(store.health()).toEqual({
+      writable: false,
+      problem: `the data dir "${dir}" has no space left (No space left on device: 0 bytes free, and a write may need 36864)`,
+      sinceMs: 7,
+      writeFailures: 2,
+    });
+    expect(store.get('a1')).toBeUndefined();
+    space.free = 1 << 30;
+    await store.put(RECORD);
+    expect(store.health()).toEqual({ writable: true, writeFailures: 2 });
+    await store.close();
+    const again = await openRunnerStore({ dataDir: dir });
+    expect(again.list()).toEqual([RECORD]);
+    await again.close();
   });
 });
 

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { open } from 'lmdb';
@@ -6,6 +7,8 @@ import { decode } from '@allocnet/cni';
 import { formatPath, renderProblem } from '@allocnet/base';
 import { RunnerError, invalidInputOf, kindOf, messageOf } from './errors.js';
 import { SCHEMA_VERSION, recordCodec } from './record.js';
+import { openStoreRoom, writeBytes } from './room.js';
+import type { RoomSystem, StoreRoom } from './room.js';
 import type { AllocRecord } from './record.js';
 import { decodeSpec } from './spec.js';
 import type { RunnerSpec } from './spec.js';
@@ -77,6 +80,8 @@ export interface OpenStoreOptions {
   readonly schema?: number;
   /** The clock of `health().sinceMs`. Default `Date.now`. */
   readonly now?: () => number;
+  /** The system calls of the store's room on disk (room.ts). Default the real ones. */
+  readonly roomSystem?: RoomSystem;
 }
 
 function storeError(message: string, cause?: unknown): RunnerError {
@@ -164,58 +169,65 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
   } catch (error) {
     throw storeError(`opening the state store "${path}" failed: ${messageOf(error)}`, error);
   }
+  let room: StoreRoom;
   try {
-    await migrate(db, path, current, migrations);
+    room = openStoreRoom(path, options.roomSystem);
   } catch (error) {
     await db.close();
-    throw error;
+    throw storeError(`opening the state store "${path}" failed: ${messageOf(error)}`, error);
   }
-
-  const records = new Map<string, AllocRecord>();
-  try {
-    for (const { key, value } of db.getRange({
-      start: RECORD_PREFIX,
-      end: `${RECORD_PREFIX}\uffff`,
-    })) {
-      const result = decode(recordCodec, value);
-      if (!result.ok) {
-        const { field, problem } = result.problem;
-        throw storeError(
-          `the state store "${path}" has an unreadable record "${String(key)}": ${field === '' ? 'the record' : field} ${problem}`,
-        );
-      }
-      let spec: RunnerSpec;
-      try {
-        spec = decodeSpec(result.value.spec);
-      } catch (error) {
-        const bad = invalidInputOf(error);
-        if (bad === undefined) throw error;
-        throw storeError(
-          `the state store "${path}" has an unreadable record "${String(key)}": ${formatPath(bad.path)} ${renderProblem(bad.problem)}`,
-          error,
-        );
-      }
-      records.set(result.value.allocId, { ...(result.value as unknown as AllocRecord), spec });
-    }
-  } catch (error) {
+  const shut = async (): Promise<void> => {
     await db.close();
+    room.close();
+  };
+
+  let full: { readonly problem: string; readonly sinceMs: number } | undefined;
+  let writeFailures = 0;
+  /** The `store-full` error of a write, counted, and the store marked not writable. */
+  const noSpace = (what: string, detail: string, cause?: unknown): RunnerError => {
+    writeFailures++;
+    const problem = noSpaceProblem(options.dataDir, detail);
+    full ??= { problem, sinceMs: now() };
+    return storeFullError(what, problem, cause);
+  };
+  const admit: Admit = (what, bytes) => {
+    const refused = room.admit(bytes);
+    if (refused === undefined) {
+      return () => {
+        room.release(bytes);
+      };
+    }
+    throw isNoSpace(refused)
+      ? noSpace(what, refused.message)
+      : storeError(`${what} failed: ${refused.message}`);
+  };
+
+  let records: Map<string, AllocRecord>;
+  try {
+    await migrate(db, path, current, migrations, admit);
+    records = readRecords(db, path);
+  } catch (error) {
+    await shut();
     throw error;
   }
 
   let closed = false;
-  let full: { readonly problem: string; readonly sinceMs: number } | undefined;
-  let writeFailures = 0;
-  const write = async (what: string, op: () => Promise<boolean>): Promise<void> => {
+  /** One write of about `valueBytes`, admitted by the room first (room.ts). */
+  const write = async (
+    what: string,
+    valueBytes: number,
+    op: () => Promise<boolean>,
+  ): Promise<void> => {
     if (closed) throw storeError(`${what} failed: the state store "${path}" is closed`);
+    const release = admit(what, writeBytes(valueBytes));
     try {
       await op();
     } catch (thrown) {
       const error = await writeErrorOf(thrown);
       if (!isNoSpace(error)) throw storeError(`${what} failed: ${messageOf(error)}`, error);
-      writeFailures++;
-      const problem = noSpaceProblem(options.dataDir, messageOf(error));
-      full ??= { problem, sinceMs: now() };
-      throw storeFullError(what, problem, error);
+      throw noSpace(what, messageOf(error), error);
+    } finally {
+      release();
     }
     full = undefined;
   };
@@ -228,7 +240,7 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
         : { writable: false, problem: full.problem, sinceMs: full.sinceMs, writeFailures },
     async probe() {
       try {
-        await write('writing the probe', () => db.put(PROBE_KEY, now()));
+        await write('writing the probe', 64, () => db.put(PROBE_KEY, now()));
         return true;
       } catch (error) {
         if (kindOf(error) === 'exhausted') return false;
@@ -238,13 +250,16 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
     get: (allocId) => records.get(allocId),
     list: () => [...records.values()].sort((a, b) => (a.allocId < b.allocId ? -1 : 1)),
     async put(record) {
-      await write(`writing the record of allocation "${record.allocId}"`, () =>
-        db.put(`${RECORD_PREFIX}${record.allocId}`, record),
+      const key = `${RECORD_PREFIX}${record.allocId}`;
+      await write(
+        `writing the record of allocation "${record.allocId}"`,
+        key.length + JSON.stringify(record).length,
+        () => db.put(key, record),
       );
       records.set(record.allocId, record);
     },
     async remove(allocId) {
-      await write(`removing the record of allocation "${allocId}"`, () =>
+      await write(`removing the record of allocation "${allocId}"`, 0, () =>
         db.remove(`${RECORD_PREFIX}${allocId}`),
       );
       records.delete(allocId);
@@ -252,23 +267,65 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
     async close() {
       if (closed) return;
       closed = true;
-      await db.close();
+      await shut();
     },
   };
 }
+
+/** Every record of the store, each checked: one that does not decode throws, naming its key and field. */
+function readRecords(db: RootDatabase, path: string): Map<string, AllocRecord> {
+  const records = new Map<string, AllocRecord>();
+  for (const { key, value } of db.getRange({
+    start: RECORD_PREFIX,
+    end: `${RECORD_PREFIX}\uffff`,
+  })) {
+    const result = decode(recordCodec, value);
+    if (!result.ok) {
+      const { field, problem } = result.problem;
+      throw storeError(
+        `the state store "${path}" has an unreadable record "${String(key)}": ${field === '' ? 'the record' : field} ${problem}`,
+      );
+    }
+    let spec: RunnerSpec;
+    try {
+      spec = decodeSpec(result.value.spec);
+    } catch (error) {
+      const bad = invalidInputOf(error);
+      if (bad === undefined) throw error;
+      throw storeError(
+        `the state store "${path}" has an unreadable record "${String(key)}": ${formatPath(bad.path)} ${renderProblem(bad.problem)}`,
+        error,
+      );
+    }
+    records.set(result.value.allocId, { ...(result.value as unknown as AllocRecord), spec });
+  }
+  return records;
+}
+
+/**
+ * Admits a write of `bytes` (room.ts) and answers what releases it, or throws why it may not be
+ * made: `store-full` when the data dir has no room.
+ */
+type Admit = (what: string, bytes: number) => () => void;
 
 async function migrate(
   db: RootDatabase,
   path: string,
   current: number,
   migrations: Readonly<Record<number, Migration>>,
+  admit: Admit,
 ): Promise<void> {
   const stored: unknown = db.get(SCHEMA_KEY);
   let version: number;
   if (stored === undefined) {
     const empty = db.getKeysCount({ limit: 1 }) === 0;
     if (empty) {
-      await db.put(SCHEMA_KEY, current);
+      const release = admit('writing the schema version', writeBytes(SCHEMA_KEY.length + 8));
+      try {
+        await db.put(SCHEMA_KEY, current);
+      } finally {
+        release();
+      }
       return;
     }
     version = 0;
@@ -302,6 +359,11 @@ async function migrate(
     },
     keys: (prefix) => [...db.getKeys({ start: prefix, end: `${prefix}\uffff` })].map(String),
   };
+  // A migration may rewrite every page: room for the whole file again.
+  const release = admit(
+    `migrating the state store "${path}" from schema ${version} to ${current}`,
+    writeBytes(statSync(join(path, 'data.mdb')).size),
+  );
   try {
     // One synchronous transaction: the store is at the old schema or the new one, never between.
     db.transactionSync(() => {
@@ -313,6 +375,8 @@ async function migrate(
       `migrating the state store "${path}" from schema ${version} to ${current} failed: ${messageOf(error)}`,
       error,
     );
+  } finally {
+    release();
   }
   // transactionSync commits with LMDB's own sync; db.flushed covers the overlapped case too.
   await db.flushed;
