@@ -2,7 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openStoreRoom, writeBytes } from './room.js';
+import { freeFor, openStoreRoom, writeBytes } from './room.js';
 import type { RoomSystem } from './room.js';
 
 let dir: string;
@@ -130,5 +130,12 @@ describe('openStoreRoom', () => {
       message: 'Error: EACCES: permission denied, statfs',
     });
     room.close();
+  });
+
+  it('counts the blocks kept back for root as free for root only', () => {
+    const stats = { bavail: 10, bfree: 30, bsize: 4096 };
+    expect(freeFor(stats, 0)).toBe(30 * 4096);
+    expect(freeFor(stats, 1000)).toBe(10 * 4096);
+    expect(freeFor(stats, undefined)).toBe(10 * 4096);
   });
 });

@@ -6,8 +6,9 @@
 // text overruns the heap and glibc aborts the agent (docs/reliability.md, "A full disk"). So a
 // write must be refused before LMDB tries it, not after it failed:
 //
-// - the gate: a write that may need more bytes than the filesystem has free (statfs, what `df`
-//   calls Avail) is refused at once;
+// - the gate: a write that may need more bytes than the filesystem has free for this process
+//   (statfs: the free blocks for root, which ext4 lets use the blocks it keeps back, what `df`
+//   calls Avail for anyone else) is refused at once;
 // - the room ahead: the blocks after the end of LMDB's data file are allocated ahead
 //   (fallocate(2) with FALLOC_FL_KEEP_SIZE) to cover every admitted write still in flight, plus
 //   a lead. LMDB only ever writes pages inside its file or just past its end, so its pwrites land
@@ -66,7 +67,7 @@ export interface StoreRoom {
 
 /** The system calls `openStoreRoom` makes; the real ones by default. */
 export interface RoomSystem {
-  /** Bytes the filesystem of `path` has free for unprivileged writers (statfs f_bavail). */
+  /** Bytes the filesystem of `path` has free for this process (`freeFor`). */
   available(path: string): number;
   /** fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length): 0 or the errno. */
   allocate(fd: number, offset: number, length: number): number;
@@ -74,11 +75,22 @@ export interface RoomSystem {
   size(fd: number): number;
 }
 
+/**
+ * Bytes a filesystem has free for a process of effective uid `euid`: every free block for root
+ * (ext4 lets root write into the blocks it keeps back, 5% by default; XFS keeps none, so its two
+ * counts agree), the blocks available to anyone for others (`df`'s Avail). Should root be denied
+ * them all the same (another `resuid`), the allocation ahead is what fails, and the write is
+ * refused there.
+ */
+export function freeFor(
+  stats: { readonly bavail: number; readonly bfree: number; readonly bsize: number },
+  euid: number | undefined,
+): number {
+  return (euid === 0 ? stats.bfree : stats.bavail) * stats.bsize;
+}
+
 export const realRoomSystem: RoomSystem = {
-  available(path) {
-    const { bavail, bsize } = statfsSync(path);
-    return bavail * bsize;
-  },
+  available: (path) => freeFor(statfsSync(path), process.geteuid?.()),
   allocate: allocateAhead,
   size: (fd) => fstatSync(fd).size,
 };
