@@ -253,7 +253,7 @@ export async function openRunnerStore(options: OpenStoreOptions): Promise<Runner
       const key = `${RECORD_PREFIX}${record.allocId}`;
       await write(
         `writing the record of allocation "${record.allocId}"`,
-        key.length + JSON.stringify(record).length,
+        Buffer.byteLength(key) + Buffer.byteLength(JSON.stringify(record)),
         () => db.put(key, record),
       );
       records.set(record.allocId, record);
