@@ -158,6 +158,16 @@ describe('the store on a full disk (its room, room.ts)', () => {
     ]);
   });
 
+  it('bounds a write by its bytes, not its characters', async () => {
+    const space = { free: 1 << 30 };
+    const store = await openRunnerStore({ dataDir: dir, roomSystem: roomWith(space) });
+    space.free = 0;
+    // 3,000 characters that are 6,000 bytes in UTF-8: two pages of value, not one.
+    const wide = { ...RECORD, spec: { ...RECORD.spec, jobId: 'é'.repeat(3000) } };
+    await expect(store.put(wide)).rejects.toThrow('a write may need 40960)');
+    await store.close();
+  });
+
   it('refuses a write before LMDB sees it, reports it, and takes the next one once there is room', async () => {
     const space = { free: 1 << 30 };
     const store = await openRunnerStore({
