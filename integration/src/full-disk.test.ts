@@ -3,7 +3,10 @@
 // the process (lmdb-js rejected a promise nobody held). Now: a setup or teardown that needs a
 // write answers RESOURCE_EXHAUSTED naming the data dir and changes nothing, the agent goes on
 // serving reads, survives a restart while full, reports it (GetAgentInfo, `allocnet version`),
-// and works again as soon as space is freed.
+// and works again as soon as space is freed. LMDB never meets the full disk itself (its failed page
+// write can abort the process, docs/reliability.md): the agent's stderr never holds its `Write
+// error`, and the store alone, with its gate blinded, writes into the room allocated ahead of its
+// file or is refused before LMDB tries.
 //
 // Nothing left by a full disk or a crash (issue 28): with the CNI cache on a tmpfs of its own
 // filled up, setups fail at their ADD marker and leave no temporary; the data dir's tree is the
@@ -22,9 +25,9 @@ import { execa } from 'execa';
 import { unary } from '@allocnet/proto';
 import { requireNetworkTestHost } from '@allocnet/testns';
 import { CLI_MAIN, PLUGIN_DIR, createAgentHost, outcome } from './fixtures/agent-host.js';
+import type { AgentHost } from './fixtures/agent-host.js';
 
 const STORE_CHILD = fileURLToPath(new URL('./fixtures/store-child.mjs', import.meta.url));
-import type { AgentHost } from './fixtures/agent-host.js';
 
 const A = '00000000-0000-4000-8000-0000000fd00a';
 const B = '00000000-0000-4000-8000-0000000fd00b';
