@@ -1,5 +1,5 @@
 import { IptablesError } from './errors.js';
-import type { Token } from './quote.js';
+import type { Statement } from './quote.js';
 import type { Table } from './validate.js';
 
 /** An option inside a match or a target, e.g. `--comment "x"` or `! -s 10.0.0.0/8`. */
@@ -59,63 +59,59 @@ const MODULE_FLAGS = new Set(['-m', '--match']);
 const JUMP_FLAGS = new Set(['-j', '--jump']);
 const GOTO_FLAGS = new Set(['-g', '--goto']);
 
-function isOptionToken(token: Token): boolean {
-  return !token.quoted && token.value.length > 1 && token.value.startsWith('-');
+/** The arguments of a rule's statement, unquoted, and which of them were quoted. */
+type Args = Pick<Statement, 'values' | 'quoted'>;
+
+function isOption(args: Args, i: number): boolean {
+  const value = args.values[i] as string;
+  return args.quoted[i] !== true && value.length > 1 && value.startsWith('-');
 }
 
-function isNegation(token: Token): boolean {
-  return !token.quoted && token.value === '!';
+function isNegation(args: Args, i: number): boolean {
+  return args.quoted[i] !== true && args.values[i] === '!';
 }
 
 /**
- * Reads options from `tokens` starting at `start`, up to a `-m`, `-j` or `-g` (or the end).
+ * Reads options from `args` starting at `start`, up to a `-m`, `-j` or `-g` (or the end).
  * Returns the options and the index where it stopped. `line` is the rule's, for an error.
  */
 function readOptions(
-  tokens: readonly Token[],
+  args: Args,
   start: number,
   stopAtModule: boolean,
   line: number,
 ): { options: RuleOption[]; next: number } {
+  const { values: words } = args;
   const options: RuleOption[] = [];
   let i = start;
-  while (i < tokens.length) {
+  while (i < words.length) {
     let negated = false;
-    let token = tokens[i] as Token;
-    if (isNegation(token)) {
+    if (isNegation(args, i)) {
       negated = true;
       i++;
-      const after = tokens[i];
-      if (after === undefined) throw refused(line, '"!" at the end of the rule');
-      token = after;
+      if (i >= words.length) throw refused(line, '"!" at the end of the rule');
     }
-    if (
-      stopAtModule &&
-      (MODULE_FLAGS.has(token.value) || JUMP_FLAGS.has(token.value) || GOTO_FLAGS.has(token.value))
-    ) {
-      if (negated) throw refused(line, `"!" before ${token.value}`);
+    const word = words[i] as string;
+    if (stopAtModule && (MODULE_FLAGS.has(word) || JUMP_FLAGS.has(word) || GOTO_FLAGS.has(word))) {
+      if (negated) throw refused(line, `"!" before ${word}`);
       break;
     }
-    if (!isOptionToken(token)) {
-      throw refused(line, `value ${JSON.stringify(token.value)} does not follow an option`);
+    if (!isOption(args, i)) {
+      throw refused(line, `value ${JSON.stringify(word)} does not follow an option`);
     }
     i++;
     let values: string[];
-    if (ONE_VALUE_OPTIONS.has(token.value)) {
-      const value = tokens[i];
-      if (value === undefined) throw refused(line, `${token.value} has no value`);
-      values = [value.value];
+    if (ONE_VALUE_OPTIONS.has(word)) {
+      const value = words[i];
+      if (value === undefined) throw refused(line, `${word} has no value`);
+      values = [value];
       i++;
     } else {
       const from = i;
-      while (i < tokens.length) {
-        const value = tokens[i] as Token;
-        if (isOptionToken(value) || isNegation(value)) break;
-        i++;
-      }
-      values = i === from ? NONE : tokens.slice(from, i).map((t) => t.value);
+      while (i < words.length && !isOption(args, i) && !isNegation(args, i)) i++;
+      values = i === from ? NONE : words.slice(from, i);
     }
-    options.push({ option: token.value, negated, values });
+    options.push({ option: word, negated, values });
   }
   return { options: exact(options), next: i };
 }
@@ -133,41 +129,42 @@ function exact<T>(list: T[]): T[] {
 }
 
 /**
- * Builds a `Rule` from the tokens that follow `-A <chain>` in iptables-save or `iptables -S`
- * output, on `line` of it. Throws a `parse` error naming the line when the tokens are not a rule
- * iptables would print.
+ * Builds a `Rule` from the arguments of `statement` that follow `-A <chain>` in iptables-save or
+ * `iptables -S` output (from index `start` on). Throws a `parse` error naming the statement's
+ * line when they are not a rule iptables would print.
  */
-export function ruleFromTokens(
+export function ruleFromStatement(
   table: Table,
   chain: string,
-  tokens: readonly Token[],
-  line: number,
+  statement: Statement,
+  start: number,
 ): Rule {
+  const { line } = statement;
+  const { values } = statement;
   const matches: RuleMatch[] = [];
   let target: RuleTarget | undefined;
-  let i = 0;
 
-  const builtin = readOptions(tokens, i, true, line);
+  const builtin = readOptions(statement, start, true, line);
   for (const option of builtin.options) {
     if (!BUILTIN_OPTIONS.has(option.option)) {
       throw refused(line, `option ${option.option} comes before any -m`);
     }
   }
   if (builtin.options.length > 0) matches.push({ module: undefined, options: builtin.options });
-  i = builtin.next;
+  let i = builtin.next;
 
-  while (i < tokens.length) {
-    const flag = (tokens[i] as Token).value;
-    const name = tokens[i + 1];
+  while (i < values.length) {
+    const flag = values[i] as string;
+    const name = values[i + 1];
     if (name === undefined) throw refused(line, `${flag} has no name`);
     if (MODULE_FLAGS.has(flag)) {
-      const read = readOptions(tokens, i + 2, true, line);
-      matches.push({ module: name.value, options: read.options });
+      const read = readOptions(statement, i + 2, true, line);
+      matches.push({ module: name, options: read.options });
       i = read.next;
     } else {
       // -j/-g: everything after the target's name is the target's options.
-      const read = readOptions(tokens, i + 2, false, line);
-      target = { name: name.value, goto: GOTO_FLAGS.has(flag), options: read.options };
+      const read = readOptions(statement, i + 2, false, line);
+      target = { name, goto: GOTO_FLAGS.has(flag), options: read.options };
       i = read.next;
     }
   }
@@ -176,5 +173,5 @@ export function ruleFromTokens(
   const comment = kept
     .find((m) => m.module === 'comment')
     ?.options.find((o) => o.option === '--comment')?.values[0];
-  return { table, chain, spec: tokens.map((t) => t.value), matches: kept, comment, target };
+  return { table, chain, spec: values.slice(start), matches: kept, comment, target };
 }

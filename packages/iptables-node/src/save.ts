@@ -2,8 +2,8 @@ import { StringDecoder } from 'node:string_decoder';
 import { createPause } from '@allocnet/base';
 import { IptablesError } from './errors.js';
 import { eachStatement, splitArgs, splitStatements } from './quote.js';
-import type { Statement, Token } from './quote.js';
-import { ruleFromTokens } from './rule.js';
+import type { Statement } from './quote.js';
+import { ruleFromStatement } from './rule.js';
 import type { Rule } from './rule.js';
 import { TABLES } from './validate.js';
 import type { Table } from './validate.js';
@@ -47,14 +47,11 @@ function unexpected(statement: Statement, what: string): IptablesError {
   return unreadable(`line ${statement.line}: ${what}`, statement.line);
 }
 
-function values(tokens: readonly Token[]): string[] {
-  return tokens.map((t) => t.value);
-}
-
-function parseRule(table: Table, statement: Statement): Rule {
-  const [, chain, ...rest] = statement.tokens;
+/** The rule of an `-A <chain> …` statement whose `-A` is at `at` (after `[packets:bytes]`: 1). */
+function parseRule(table: Table, statement: Statement, at = 0): Rule {
+  const chain = statement.values[at + 1];
   if (chain === undefined) throw unexpected(statement, '-A without a chain');
-  return ruleFromTokens(table, chain.value, rest, statement.line);
+  return ruleFromStatement(table, chain, statement, at + 2);
 }
 
 /** True when a line opens a quote it does not close (an argument that goes on to the next line). */
@@ -167,7 +164,7 @@ class SaveReader {
   }
 
   private statement(statement: Statement, places: Map<number, number> | undefined): void {
-    const words = values(statement.tokens);
+    const words = statement.values;
     const head = words[0] as string;
     const current = this.current;
     if (head.startsWith('*')) {
@@ -197,7 +194,7 @@ class SaveReader {
       this.rule(current, parseRule(current.name, statement), statement.line, places);
     } else if (head.startsWith('[') && words[1] === '-A') {
       // `iptables-save -c` puts [packets:bytes] first.
-      const rule = parseRule(current.name, { ...statement, tokens: statement.tokens.slice(1) });
+      const rule = parseRule(current.name, statement, 1);
       this.rule(current, rule, statement.line, places);
     } else {
       throw unexpected(statement, `unexpected ${JSON.stringify(head)}`);
@@ -365,7 +362,7 @@ export function parseRuleListing(table: Table, text: string, memo?: RuleMemo): R
   const chains: Chain[] = [];
   const rules: Rule[] = [];
   for (const statement of splitStatements(text)) {
-    const [head, name, policy] = values(statement.tokens);
+    const [head, name, policy] = statement.values;
     if (head === '-P' && name !== undefined && policy !== undefined) {
       chains.push({ name, policy });
     } else if (head === '-N' && name !== undefined) {
