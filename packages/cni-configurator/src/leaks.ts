@@ -75,6 +75,29 @@ function* leakedIds(
   return ids;
 }
 
+/**
+ * `ids` in the order their rules sit in the shared chains, each by the first of its rules' places
+ * (as a share of its chain's length, so that chains of different lengths compare); ids with no
+ * placed rule last, in their order. Batches taken in this order delete from the head of each
+ * chain: the kernel finds a rule to delete by walking its chain from the head (nf_tables' lookup
+ * by handle), so a batch of ids in any other order (allocation ids are random) walks the whole
+ * chain for each rule (docs/iptables.md, "Deleting by handle walks the chain").
+ */
+export function inChainOrder(
+  ids: readonly string[],
+  groups: ReadonlyMap<string | undefined, Plan>,
+): string[] {
+  const first = new Map<string, number>();
+  for (const id of ids) {
+    let at = Number.POSITIVE_INFINITY;
+    for (const r of groups.get(id)?.rules ?? [])
+      if (r.place !== undefined) at = Math.min(at, r.place.position / r.place.chainSize);
+    first.set(id, at);
+  }
+  // A stable sort: ties (and the unplaced) keep the order given.
+  return [...ids].sort((a, b) => (first.get(a) as number) - (first.get(b) as number));
+}
+
 /** Leaked allocations per batch of a reap, unless the caller says. */
 const REAP_BATCH = 500;
 
@@ -221,9 +244,10 @@ async function warmReap(ctx: ConfiguratorContext, allocations: number): Promise<
   const planned = await planScan(found, managed, new Set(), pause);
   // The removal's part, batch by batch as `reapLeaks` goes: the transaction built, never sent.
   const warmRemoval = ctx.iptables.ipv4.warmRemoval;
-  for (let at = 0; at < planned.ids.length; at += REAP_BATCH) {
+  const ids = inChainOrder(planned.ids, planned.groups);
+  for (let at = 0; at < ids.length; at += REAP_BATCH) {
     const part = joinPlans(
-      planned.ids.slice(at, at + REAP_BATCH).flatMap((id) => planned.groups.get(id) ?? []),
+      ids.slice(at, at + REAP_BATCH).flatMap((id) => planned.groups.get(id) ?? []),
     );
     const removal = placedRemoval(part.rules, part.chains);
     if (removal !== undefined) await warmRemoval?.(removal);
@@ -294,7 +318,7 @@ export function createLeaks(
       const known = new Set(knownIds);
       const pause = createPause();
       const found = await planLeaks(known, call, pause, fence.spared);
-      const ids = fence.take(found.ids);
+      const ids = inChainOrder(fence.take(found.ids), found.groups);
       let groups = found.groups;
       const reaped: Leak[] = [];
       const failed: { allocId: string; error: string }[] = [];
@@ -324,7 +348,10 @@ export function createLeaks(
       };
       await inBatches(ids, batchSize, fence, remove, opts?.onProgress, pause);
       await orphansTurn(ctx, fence, groups.get(undefined), () => remove([undefined]));
-      return { reaped, orphans, failed };
+      // Reported by id, as found: the batches went in the chains' order.
+      const byId = (a: { allocId: string }, b: { allocId: string }) =>
+        a.allocId < b.allocId ? -1 : a.allocId > b.allocId ? 1 : 0;
+      return { reaped: reaped.sort(byId), orphans, failed: failed.sort(byId) };
     },
   };
 }

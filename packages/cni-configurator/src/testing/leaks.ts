@@ -25,9 +25,22 @@ export const LINES_PER_LEAK: Readonly<Record<LeakShape, number>> = {
 export const LEAK_NETWORK = 'nomad';
 const SUBNET = '172.26.64.0/18';
 
-/** Leak `i`'s allocation id, address and host port (full shape). */
+/** A bijection of 32-bit numbers that scatters neighbours (murmur3's finalizer). */
+function scatter(i: number): number {
+  let x = i >>> 0;
+  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
+  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+/**
+ * Leak `i`'s allocation id, address and host port (full shape). The ids are distinct and, like
+ * real allocation ids (random UUIDs), not in the order the leaks are made: sorted by id, the leaks'
+ * rules are scattered over the shared chains, as on a node (a reap that took them in id order
+ * walked far more of each chain than one in the chains' order, leaks.ts `inChainOrder`).
+ */
 export const leakId = (i: number): string =>
-  `1eaced00-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+  `1eaced00-0000-4000-8000-${scatter(i).toString(16).padStart(12, '0')}`;
 export const leakIp = (i: number): string => `172.26.${64 + Math.floor(i / 250)}.${(i % 250) + 2}`;
 export const leakPort = (i: number): number => 20000 + i;
 
