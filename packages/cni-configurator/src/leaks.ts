@@ -325,6 +325,7 @@ export function createLeaks(
       let orphans: HostState = EMPTY_STATE;
       /** Removes the owners' parts of the plan (undefined: the orphans), and reports them. */
       const remove = async (owners: readonly (string | undefined)[]) => {
+        let first: Plan | undefined;
         const { last, error } = await sweep(
           ctx,
           async (attempt) => {
@@ -332,11 +333,14 @@ export function createLeaks(
             // plugin was at work): look again, for what is left of this batch (and the next).
             if (attempt > 1) ({ groups } = await planLeaks(known, call, pause, fence.spared));
             await pause();
-            return joinPlans(owners.flatMap((owner) => groups.get(owner) ?? []));
+            const joined = joinPlans(owners.flatMap((owner) => groups.get(owner) ?? []));
+            first ??= joined;
+            return joined;
           },
           call,
         );
-        const parts = await runSliced(groupPlanSteps(last), pause);
+        // The plan applied is the one first made: its parts are the groups it was joined from.
+        const parts = last === first ? groups : await runSliced(groupPlanSteps(last), pause);
         for (const owner of owners) {
           await pause();
           const part = parts.get(owner);

@@ -195,10 +195,12 @@ const UNREPRESENTABLE = /[\n\r\0]/;
  * cannot carry (newline, carriage return, NUL).
  */
 export function formatArg(value: string): string {
+  // Bare first: none of its characters is one restore input cannot carry (a report of 5,000
+  // leaked allocations formats some 240,000 arguments, nearly all bare).
+  if (BARE.test(value)) return value;
   if (UNREPRESENTABLE.test(value)) {
     throw new RangeError(`argument ${JSON.stringify(value)} holds a newline or NUL`);
   }
-  if (BARE.test(value)) return value;
   return `"${value.replace(/["\\']/g, (c) => `\\${c}`)}"`;
 }
 
