@@ -20,7 +20,7 @@ import type {
   RuleHandles,
   SavedTable,
 } from '@allocnet/iptables-node';
-import { addBridgeMasquerade, bridgeChainName } from '@allocnet/iptables-node/testing';
+import { addBridgeMasquerade, bridgeChainName, plainRules } from '@allocnet/iptables-node/testing';
 import { createNetnsLab, requireNetworkTestHost } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
 
@@ -112,7 +112,7 @@ describe('rules in the shape the bridge plugin writes', () => {
     const [nat] = await ipt.save({ table: 'nat' });
     const tagged = nat?.rules.filter((r) => r.comment === COMMENT) ?? [];
     expect(tagged.map((r) => r.chain)).toEqual(['POSTROUTING', CHAIN, CHAIN]);
-    expect(tagged[0]).toEqual({
+    expect(plainRules(tagged[0])).toEqual({
       table: 'nat',
       chain: 'POSTROUTING',
       spec: ['-s', '172.26.64.2/32', '-m', 'comment', '--comment', COMMENT, '-j', CHAIN],

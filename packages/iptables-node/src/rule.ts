@@ -71,51 +71,6 @@ function isNegation(args: Args, i: number): boolean {
   return args.quoted[i] !== true && args.values[i] === '!';
 }
 
-/**
- * Reads options from `args` starting at `start`, up to a `-m`, `-j` or `-g` (or the end).
- * Returns the options and the index where it stopped. `line` is the rule's, for an error.
- */
-function readOptions(
-  args: Args,
-  start: number,
-  stopAtModule: boolean,
-  line: number,
-): { options: RuleOption[]; next: number } {
-  const { values: words } = args;
-  const options: RuleOption[] = [];
-  let i = start;
-  while (i < words.length) {
-    let negated = false;
-    if (isNegation(args, i)) {
-      negated = true;
-      i++;
-      if (i >= words.length) throw refused(line, '"!" at the end of the rule');
-    }
-    const word = words[i] as string;
-    if (stopAtModule && (MODULE_FLAGS.has(word) || JUMP_FLAGS.has(word) || GOTO_FLAGS.has(word))) {
-      if (negated) throw refused(line, `"!" before ${word}`);
-      break;
-    }
-    if (!isOption(args, i)) {
-      throw refused(line, `value ${JSON.stringify(word)} does not follow an option`);
-    }
-    i++;
-    let values: string[];
-    if (ONE_VALUE_OPTIONS.has(word)) {
-      const value = words[i];
-      if (value === undefined) throw refused(line, `${word} has no value`);
-      values = [value];
-      i++;
-    } else {
-      const from = i;
-      while (i < words.length && !isOption(args, i) && !isNegation(args, i)) i++;
-      values = i === from ? NONE : words.slice(from, i);
-    }
-    options.push({ option: word, negated, values });
-  }
-  return { options: exact(options), next: i };
-}
-
 /** The empty list every rule without options shares (never written to: `Rule` is read-only). */
 const NONE = Object.freeze([]) as unknown as never[];
 
@@ -129,6 +84,131 @@ function exact<T>(list: T[]): T[] {
 }
 
 /**
+ * Reads options from `args` starting at `start`, up to a `-m`, `-j` or `-g` (or the end), and
+ * returns them (only with `keep`: otherwise it only checks them) and the index where it stopped.
+ * `builtin`: only the built-in matches' options may come. `line` is the rule's, for an error.
+ */
+function readOptions(
+  args: Args,
+  start: number,
+  how: { readonly stopAtModule: boolean; readonly builtin: boolean; readonly keep: boolean },
+  line: number,
+): { options: RuleOption[]; next: number } {
+  const { values: words } = args;
+  const options: RuleOption[] = [];
+  let i = start;
+  while (i < words.length) {
+    let negated = false;
+    if (isNegation(args, i)) {
+      negated = true;
+      i++;
+      if (i >= words.length) throw refused(line, '"!" at the end of the rule');
+    }
+    const word = words[i] as string;
+    if (
+      how.stopAtModule &&
+      (MODULE_FLAGS.has(word) || JUMP_FLAGS.has(word) || GOTO_FLAGS.has(word))
+    ) {
+      if (negated) throw refused(line, `"!" before ${word}`);
+      break;
+    }
+    if (!isOption(args, i)) {
+      throw refused(line, `value ${JSON.stringify(word)} does not follow an option`);
+    }
+    if (how.builtin && !BUILTIN_OPTIONS.has(word)) {
+      throw refused(line, `option ${word} comes before any -m`);
+    }
+    i++;
+    const from = i;
+    if (ONE_VALUE_OPTIONS.has(word)) {
+      if (i >= words.length) throw refused(line, `${word} has no value`);
+      i++;
+    } else {
+      while (i < words.length && !isOption(args, i) && !isNegation(args, i)) i++;
+    }
+    if (how.keep)
+      options.push({ option: word, negated, values: i === from ? NONE : words.slice(from, i) });
+  }
+  return { options: how.keep ? exact(options) : NONE, next: i };
+}
+
+const CHECK_BUILTIN = { stopAtModule: true, builtin: true, keep: false } as const;
+const READ_BUILTIN = { stopAtModule: true, builtin: true, keep: true } as const;
+const CHECK_MATCH = { stopAtModule: true, builtin: false, keep: false } as const;
+const READ_MATCH = { stopAtModule: true, builtin: false, keep: true } as const;
+const READ_TARGET = { stopAtModule: false, builtin: false, keep: true } as const;
+
+/**
+ * One pass over a rule's arguments from `start` (after `-A <chain>`): it throws a `parse` error
+ * naming `line` where they are not a rule iptables would print, and reads the target and the
+ * first comment; with `matches`, the matches too (else `matches` is empty).
+ */
+function readRule(args: Args, start: number, line: number, matches: boolean) {
+  const { values } = args;
+  const read: RuleMatch[] = [];
+  let target: RuleTarget | undefined;
+  let comment: string | undefined;
+  let commented = false;
+  const builtin = readOptions(args, start, matches ? READ_BUILTIN : CHECK_BUILTIN, line);
+  if (builtin.options.length > 0) read.push({ module: undefined, options: builtin.options });
+  let i = builtin.next;
+  while (i < values.length) {
+    const flag = values[i] as string;
+    const name = values[i + 1];
+    if (name === undefined) throw refused(line, `${flag} has no name`);
+    if (MODULE_FLAGS.has(flag)) {
+      // The first comment match's options are read always: the rule keeps its comment.
+      const first = name === 'comment' && !commented;
+      const module = readOptions(args, i + 2, matches || first ? READ_MATCH : CHECK_MATCH, line);
+      if (first) {
+        commented = true;
+        comment = module.options.find((o) => o.option === '--comment')?.values[0];
+      }
+      if (matches) read.push({ module: name, options: module.options });
+      i = module.next;
+    } else {
+      // -j/-g: everything after the target's name is the target's options.
+      const options = readOptions(args, i + 2, READ_TARGET, line);
+      target = { name, goto: GOTO_FLAGS.has(flag), options: options.options };
+      i = options.next;
+    }
+  }
+  return { matches: exact(read), comment, target };
+}
+
+/**
+ * A rule read from iptables text. Its matches are read from its arguments when first asked for:
+ * a reap reads every rule of a save and asks for the matches of few (docs/iptables.md, "What a
+ * parsed save holds"), and a rule's matches were most of what it held.
+ */
+class ReadRule implements Rule {
+  readonly table: Table;
+  readonly chain: string;
+  readonly spec: readonly string[];
+  readonly comment: string | undefined;
+  readonly target: RuleTarget | undefined;
+  /** Which of `spec` were quoted (by index); empty when none was. */
+  readonly #quoted: readonly boolean[];
+  #matches: readonly RuleMatch[] | undefined;
+
+  constructor(table: Table, chain: string, statement: Statement, start: number) {
+    const { comment, target } = readRule(statement, start, statement.line, false);
+    this.table = table;
+    this.chain = chain;
+    this.spec = statement.values.slice(start);
+    this.comment = comment;
+    this.target = target;
+    this.#quoted = statement.quoted.length > start ? statement.quoted.slice(start) : NONE;
+  }
+
+  get matches(): readonly RuleMatch[] {
+    // Checked when the rule was read: this pass cannot throw.
+    this.#matches ??= readRule({ values: this.spec, quoted: this.#quoted }, 0, 0, true).matches;
+    return this.#matches;
+  }
+}
+
+/**
  * Builds a `Rule` from the arguments of `statement` that follow `-A <chain>` in iptables-save or
  * `iptables -S` output (from index `start` on). Throws a `parse` error naming the statement's
  * line when they are not a rule iptables would print.
@@ -139,39 +219,5 @@ export function ruleFromStatement(
   statement: Statement,
   start: number,
 ): Rule {
-  const { line } = statement;
-  const { values } = statement;
-  const matches: RuleMatch[] = [];
-  let target: RuleTarget | undefined;
-
-  const builtin = readOptions(statement, start, true, line);
-  for (const option of builtin.options) {
-    if (!BUILTIN_OPTIONS.has(option.option)) {
-      throw refused(line, `option ${option.option} comes before any -m`);
-    }
-  }
-  if (builtin.options.length > 0) matches.push({ module: undefined, options: builtin.options });
-  let i = builtin.next;
-
-  while (i < values.length) {
-    const flag = values[i] as string;
-    const name = values[i + 1];
-    if (name === undefined) throw refused(line, `${flag} has no name`);
-    if (MODULE_FLAGS.has(flag)) {
-      const read = readOptions(statement, i + 2, true, line);
-      matches.push({ module: name, options: read.options });
-      i = read.next;
-    } else {
-      // -j/-g: everything after the target's name is the target's options.
-      const read = readOptions(statement, i + 2, false, line);
-      target = { name, goto: GOTO_FLAGS.has(flag), options: read.options };
-      i = read.next;
-    }
-  }
-
-  const kept = exact(matches);
-  const comment = kept
-    .find((m) => m.module === 'comment')
-    ?.options.find((o) => o.option === '--comment')?.values[0];
-  return { table, chain, spec: values.slice(start), matches: kept, comment, target };
+  return new ReadRule(table, chain, statement, start);
 }

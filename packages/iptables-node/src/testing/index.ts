@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IptablesBatch } from '../batch.js';
+import type { Rule } from '../rule.js';
 import type { CommandExec, CommandResult, CommandSpec } from '../exec.js';
 
 /** What the recording exec saw for one process. */
@@ -95,4 +96,25 @@ export function addBridgeMasquerade(batch: IptablesBatch, m: BridgeMasquerade): 
     .append('nat', chain, ['-d', m.subnet ?? '172.26.64.0/20', ...comment, '-j', 'ACCEPT'])
     .append('nat', chain, ['!', '-d', '224.0.0.0/4', ...comment, '-j', 'MASQUERADE'])
     .append('nat', 'POSTROUTING', ['-s', `${m.ip}/32`, ...comment, '-j', chain]);
+}
+
+/**
+ * `value` with every rule in it (at any depth: arrays, maps, objects) made a plain object of its
+ * fields, its matches read: a parsed rule reads its matches only when asked (rule.ts), so that
+ * `toEqual` against a literal rule, or between two parses, compares them too.
+ */
+export function plainRules<T>(value: T): T {
+  return plain(value) as T;
+}
+
+function plain(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(plain);
+  if (value instanceof Map) return new Map([...value].map(([k, v]) => [k, plain(v)]));
+  if (typeof value !== 'object' || value === null) return value;
+  const rule = value as Partial<Rule>;
+  if (Array.isArray(rule.spec) && typeof rule.chain === 'string' && 'matches' in value) {
+    const { table, chain, spec, matches, comment, target } = rule;
+    return { table, chain, spec, matches, comment, target };
+  }
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
 }
