@@ -375,6 +375,51 @@ describe('the t.configurator on the real plugins', () => {
     expect((await c.findLeaks([])).leaks).toEqual([]);
   });
 
+  it('takes its batches in the order the leaks sit in the chains, not their ids’, and reports them by id', async () => {
+    // The kernel finds each rule a batch deletes by walking its chain from the head: batches
+    // taken in the ids' order (random, for real allocations) would each walk the whole chain.
+    const batches: string[][] = [];
+    const { ipt } = counted();
+    const c = await make({
+      ipv4: {
+        ...ipt,
+        removeAt: (at, removal) => {
+          const ids = removal.rules.flatMap(
+            (r) => /id: "([^"]+)"/.exec(r.rule.comment ?? '')?.[1] ?? [],
+          );
+          batches.push([...new Set(ids)]);
+          return (ipt.removeAt as NonNullable<Iptables['removeAt']>)(at, removal);
+        },
+      },
+    });
+    await ipt.restore(
+      createBatch()
+        .newChain('filter', 'CNI-FORWARD')
+        .newChain('nat', 'CNI-HOSTPORT-DNAT')
+        .newChain('nat', 'CNI-HOSTPORT-SETMARK'),
+    );
+    const before = await t.node.ruleset();
+    // Made in the order 0, 1, …, 11; their ids sort the other way round.
+    const made = Array.from({ length: 12 }, (_, i) => `leak-${String.fromCharCode(122 - i)}`);
+    const batch = createBatch();
+    made.forEach((id, i) =>
+      addPluginShapes(batch, {
+        network: 'nomad',
+        allocId: id,
+        ip: `172.26.64.${i + 2}`,
+        ports: [{ host: 20000 + i, container: 8080 }],
+        firewall: true,
+      }),
+    );
+    await ipt.restore(batch);
+
+    const report = await c.reapLeaks([], { batchSize: 4 });
+    expect(report.failed).toEqual([]);
+    expect(batches).toEqual([made.slice(0, 4), made.slice(4, 8), made.slice(8, 12)]);
+    expect(report.reaped.map((l) => l.allocId)).toEqual([...made].sort());
+    expect(await t.node.ruleset()).toEqual(before);
+  });
+
   it('reaps by iptables-restore when the ruleset changed after the scan, keeping the newcomer', async () => {
     const real = createIptables({ netns: t.node.path });
     const newcomer = [
