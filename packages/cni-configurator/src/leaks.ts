@@ -81,7 +81,8 @@ function* leakedIds(
  * placed rule last, in their order. Batches taken in this order delete from the head of each
  * chain: the kernel finds a rule to delete by walking its chain from the head (nf_tables' lookup
  * by handle), so a batch of ids in any other order (allocation ids are random) walks the whole
- * chain for each rule (docs/iptables.md, "Deleting by handle walks the chain").
+ * chain for each rule (docs/iptables.md, "Removal by rule handle": "So a batch must hold the rules
+ * nearest the head").
  */
 export function inChainOrder(
   ids: readonly string[],

@@ -100,8 +100,9 @@ export function addBridgeMasquerade(batch: IptablesBatch, m: BridgeMasquerade): 
 
 /**
  * `value` with every rule in it (at any depth: arrays, maps, objects) made a plain object of its
- * fields, its matches read: a parsed rule reads its matches only when asked (rule.ts), so that
- * `toEqual` against a literal rule, or between two parses, compares them too.
+ * fields, its matches read. A parsed rule reads its matches only when asked (rule.ts), and
+ * `toEqual` sees only own fields: through this, it compares the matches too, against a literal
+ * rule or between two parses.
  */
 export function plainRules<T>(value: T): T {
   return plain(value) as T;
