@@ -12,7 +12,7 @@ import {
   defaultNetworkSettings,
 } from '@allocnet/cni-configurator';
 import type { AllocNetworkSpec, CniConfigurator } from '@allocnet/cni-configurator';
-import { addPluginShapes } from '@allocnet/cni-configurator/testing';
+import { addPluginShapes, sharedChains } from '@allocnet/cni-configurator/testing';
 import { createBatch, createIptables } from '@allocnet/iptables-node';
 import type { Iptables } from '@allocnet/iptables-node';
 import { echo, requireNetworkTestHost, startEchoServer } from '@allocnet/testns';
@@ -392,12 +392,7 @@ describe('the t.configurator on the real plugins', () => {
         },
       },
     });
-    await ipt.restore(
-      createBatch()
-        .newChain('filter', 'CNI-FORWARD')
-        .newChain('nat', 'CNI-HOSTPORT-DNAT')
-        .newChain('nat', 'CNI-HOSTPORT-SETMARK'),
-    );
+    await ipt.restore(sharedChains());
     const before = await t.node.ruleset();
     // Made in the order 0, 1, …, 11; their ids sort the other way round.
     const made = Array.from({ length: 12 }, (_, i) => `leak-${String.fromCharCode(122 - i)}`);
@@ -439,12 +434,7 @@ describe('the t.configurator on the real plugins', () => {
       changed = true;
     });
     const c = await make({ ipv4: ipt });
-    await real.restore(
-      createBatch()
-        .newChain('filter', 'CNI-FORWARD')
-        .newChain('nat', 'CNI-HOSTPORT-DNAT')
-        .newChain('nat', 'CNI-HOSTPORT-SETMARK'),
-    );
+    await real.restore(sharedChains());
     const before = await t.node.ruleset();
     await leak();
     calls.restore = 0;
