@@ -12,6 +12,10 @@ export type {
   RuleSearchResult,
   SaveAtOptions,
   SavedAt,
+  ChainRef,
+  OpaqueRule,
+  ReadAt,
+  ReadAtOptions,
 } from './iptables.js';
 export { openNftLink } from './nft.js';
 export {
@@ -25,7 +29,7 @@ export {
 } from './netlink.js';
 export type { NetlinkSocket, SocketKind } from './netlink.js';
 export { deleteConntrackByDestinationPort } from './conntrack.js';
-export type { NftLink, NftOp } from './nft.js';
+export type { ChainMessage, NftLink, NftOp } from './nft.js';
 export type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';
 export type { BatchOp, RestoreBlock, RestoreInput } from './batch.js';

@@ -559,6 +559,7 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     let current = 41;
     const link: NftLink = {
       generation: () => Promise.resolve(generations.shift() ?? current),
+      chains: () => Promise.resolve([]),
       rules(table, chain, inspect) {
         calls.push(`rules ${table} ${chain}`);
         const messages = options.messages ?? ['masquerade 10.9.9.9', `${COMMENT} ${CHAIN}`];

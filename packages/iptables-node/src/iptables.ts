@@ -14,6 +14,8 @@ import { listingOps } from './listing.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { openNftLink } from './nft.js';
+import type { NftLink } from './nft.js';
+import { readAt } from './nft-read.js';
 import { batchOps } from './restore.js';
 import type { Iptables } from './types.js';
 import { netnsPath } from './validate.js';
@@ -32,6 +34,7 @@ export type {
   SaveAtOptions,
   SavedAt,
 } from './types.js';
+export type { ChainRef, OpaqueRule, ReadAt, ReadAtOptions } from './nft-read.js';
 
 export interface IptablesOptions {
   /** `ipv4` runs iptables*, `ipv6` ip6tables*. Default `ipv4`. */
@@ -114,6 +117,26 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
           : await chainExistsByLink({ family, netns, nft, logger }, table, chain);
       if (found === true || (found === false && (await isNfTables()))) return found;
       return listing.chainExists(table, chain, call);
+    },
+    // Under nf_tables only: iptables-legacy's rules are not in what netlink reads.
+    async readAt(read, call) {
+      if (call?.signal?.aborted === true || nft === false || !(await isNfTables()))
+        return undefined;
+      let link: NftLink;
+      try {
+        link = nft(family, netns);
+      } catch (error) {
+        logger.debug('nf_tables: no link; reading with iptables-save', {
+          family,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return undefined;
+      }
+      try {
+        return await readAt(link, family, read ?? {}, logger);
+      } finally {
+        link.close();
+      }
     },
     // A rule nf_tables does not hold may be iptables-legacy's: only under nf_tables does finding
     // no jump over netlink mean there is none.

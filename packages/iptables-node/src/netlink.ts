@@ -191,10 +191,29 @@ export interface NetlinkSocket {
   answers(
     what: string,
     visit: (type: number, seq: number, payload: Buffer) => boolean,
+    options?: {
+      /**
+       * The answers are a dump's, which ends with NLMSG_DONE (or an error): on a worker thread,
+       * each part's successor is received while it is read.
+       */
+      readonly dump?: boolean;
+    },
   ): Promise<void>;
   /** Makes the send buffer hold at least `bytes` (the kernel takes a batch only whole). */
   sendBuffer(bytes: number): void;
   close(): void;
+}
+
+/** Whether the first `n` bytes of `part` hold a message that ends a dump (DONE or an error). */
+function endsDump(part: Buffer, n: number): boolean {
+  for (let at = 0; at + 16 <= n;) {
+    const len = part.readUInt32LE(at);
+    if (len < 16) return true; // not read further: nothing is asked for ahead
+    const type = part.readUInt16LE(at + 4);
+    if (type === NLMSG_DONE || type === NLMSG_ERROR) return true;
+    at += (len + 3) & ~3;
+  }
+  return false;
 }
 
 /**
@@ -208,7 +227,8 @@ export function openNetlinkSocket(
   const { subsystem } = kind;
   const c = bound();
   const fd = openSocket(c, netns, kind);
-  const inbox = Buffer.alloc(1 << 17);
+  // Two: a dump's next part is received into one while the other is read.
+  const inboxes = [Buffer.alloc(1 << 17), Buffer.alloc(1 << 17)];
   let closed = false;
   const option = (name: number, value: Buffer) =>
     c.setsockopt(fd, SOL_SOCKET, name, value, value.length) === 0;
@@ -234,23 +254,45 @@ export function openNetlinkSocket(
       if (sent < 0) throw failed(what, here ? c.errno() : undefined, undefined, subsystem);
     },
 
-    async answers(what, visit) {
-      for (;;) {
+    async answers(what, visit, options) {
+      const receive = async (into: Buffer) => {
         // On the calling thread never wait: the kernel queues a request's answer (and the next
         // part of a dump) before send or the previous receive returns.
         const n = here
-          ? c.recv(fd, inbox, inbox.length, MSG_DONTWAIT)
-          : await onWorker(c.recv, fd, inbox, inbox.length, 0);
+          ? c.recv(fd, into, into.length, MSG_DONTWAIT)
+          : await onWorker(c.recv, fd, into, into.length, 0);
         if (n < 0)
           throw failed(`${what} (receive)`, here ? c.errno() : undefined, undefined, subsystem);
-        for (let at = 0; at + 16 <= n;) {
-          const len = inbox.readUInt32LE(at);
-          if (len < 16) break;
-          const type = inbox.readUInt16LE(at + 4);
-          const seq = inbox.readUInt32LE(at + 8);
-          if (visit(type, seq, inbox.subarray(at + 16, at + len))) return;
-          at += (len + 3) & ~3;
+        return n;
+      };
+      // A dump's next part is asked for before this one is read, when this one does not end it:
+      // the kernel builds it on the worker thread meanwhile (docs/iptables.md).
+      const ahead = options?.dump === true && !here;
+      let inbox = inboxes[0] as Buffer;
+      let next: Promise<number> | undefined = receive(inbox);
+      try {
+        for (;;) {
+          const part = inbox;
+          const n = await next;
+          next = undefined;
+          if (ahead && !endsDump(part, n)) {
+            inbox = inbox === inboxes[0] ? (inboxes[1] as Buffer) : (inboxes[0] as Buffer);
+            next = receive(inbox);
+          }
+          for (let at = 0; at + 16 <= n;) {
+            const len = part.readUInt32LE(at);
+            if (len < 16) break;
+            const type = part.readUInt16LE(at + 4);
+            const seq = part.readUInt32LE(at + 8);
+            if (visit(type, seq, part.subarray(at + 16, at + len))) return;
+            at += (len + 3) & ~3;
+          }
+          next ??= receive(inbox);
         }
+      } finally {
+        // A visit that threw, or stopped early: the part asked for ahead is still read, so
+        // that it is not taken for the answer to the next request.
+        if (next !== undefined) await next.catch(() => undefined);
       }
     },
 

@@ -2,6 +2,7 @@
 // chain, and a removal batch (DELRULE by handle or whole chain, DELCHAIN) whose BATCH_BEGIN
 // carries the generation the handles were read at. Pure: buffers in, buffers out.
 import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, netlinkAttributes } from './netlink.js';
+import { Attributes } from './nft-attributes.js';
 import type { Family, Table } from './validate.js';
 
 /** One change of a removal batch. */
@@ -31,6 +32,9 @@ const NFTA_RULE_CHAIN = 2;
 const NFTA_RULE_HANDLE = 3;
 const NFTA_CHAIN_TABLE = 1;
 const NFTA_CHAIN_NAME = 3;
+const NFTA_CHAIN_HOOK = 4;
+const NFTA_CHAIN_POLICY = 5;
+const NFTA_HOOK_HOOKNUM = 1;
 const NFPROTO: Readonly<Record<Family, number>> = { ipv4: 2, ipv6: 10 };
 
 /** Netlink messages, written into one growing buffer. */
@@ -144,6 +148,42 @@ export function chainRequest(family: Family, table: Table, chain: string): Buffe
   w.end(start);
   return w.bytes();
 }
+
+/** A GETCHAIN dump of every chain of the family, every table. */
+export function chainsRequest(family: Family): Buffer {
+  const w = new Writer();
+  const { start } = w.begin(NFT | NFT_MSG_GETCHAIN, NLM_F_REQUEST | NLM_F_DUMP, NFPROTO[family], 0);
+  w.end(start);
+  return w.bytes();
+}
+
+/** One chain of a GETCHAIN dump: its table, name, and for a base chain its hook and policy. */
+export interface ChainMessage {
+  readonly table: string;
+  readonly name: string;
+  /** The base chain's hook (NF_INET_PRE_ROUTING 0 … POST_ROUTING 4); undefined for a user chain. */
+  readonly hook: number | undefined;
+  /** The base chain's policy; undefined for a user chain. */
+  readonly policy: 'ACCEPT' | 'DROP' | undefined;
+}
+
+/** A chain of a GETCHAIN answer; undefined when it lacks its table or name. */
+export function chainOf(body: Buffer): ChainMessage | undefined {
+  const a = CHAIN.read(body, 4, body.length);
+  const table = a.text(NFTA_CHAIN_TABLE);
+  const name = a.text(NFTA_CHAIN_NAME, 'utf8');
+  if (table === undefined || name === undefined) return undefined;
+  if (!a.has(NFTA_CHAIN_HOOK)) return { table, name, hook: undefined, policy: undefined };
+  const hook = HOOK.read(body, a.from[NFTA_CHAIN_HOOK] as number, a.to[NFTA_CHAIN_HOOK] as number);
+  return {
+    table,
+    name,
+    hook: hook.u32(NFTA_HOOK_HOOKNUM),
+    policy: a.u32(NFTA_CHAIN_POLICY) === 0 ? 'DROP' : 'ACCEPT',
+  };
+}
+const CHAIN = new Attributes();
+const HOOK = new Attributes();
 
 /** A GETRULE dump of one chain: its rules, in the order iptables-save prints them. */
 export function rulesRequest(family: Family, table: Table, chain: string): Buffer {

@@ -1,10 +1,12 @@
-// nf_tables over netlink, for the one thing iptables-restore does slowly: removing thousands of
-// rules out of large shared chains. iptables-restore parses each `-D <spec>` and compares it with
-// the chain's rules; the kernel does the same removal by rule handle in a fraction of the time
-// (docs/iptables.md has the figures). Three requests are used (nft-messages.ts), on a
+// nf_tables over netlink, for what iptables' execs do slowly on a large ruleset: removing
+// thousands of rules out of large shared chains (iptables-restore parses each `-D <spec>` and
+// compares it with the chain's rules; the kernel does the same removal by rule handle in a
+// fraction of the time) and reading the shared chains without the rest (iptables-save dumps and
+// prints everything; docs/iptables.md has the figures). These requests are used (nft-messages.ts), on a
 // NETLINK_NETFILTER socket made in the namespace's network namespace (netlink.ts):
 // - GETGEN: the ruleset generation, which every commit in the namespace moves on by one;
-// - a GETRULE dump of one chain: its rules' handles, in the order iptables-save prints them;
+// - a GETCHAIN dump of the family's chains, and a GETRULE dump of one chain: its rules, in the
+//   order iptables-save prints them (their handles; nft-read.ts reads them back as arguments);
 // - one batch of DELRULE (by handle, or a whole chain) and DELCHAIN messages whose BATCH_BEGIN
 //   carries the generation the handles were read at: the kernel applies it all, or nothing and
 //   answers ERESTART when anything changed since (a compare-and-swap on the whole ruleset).
@@ -16,17 +18,19 @@ import type { IptablesError } from './errors.js';
 import { NLMSG_DONE, NLMSG_ERROR, failed, openNetlinkSocket } from './netlink.js';
 import type { NetlinkSocket } from './netlink.js';
 import {
+  chainOf,
   chainRequest,
+  chainsRequest,
   generationOf,
   generationRequest,
   removalBatch,
   ruleHandleOf,
   rulesRequest,
 } from './nft-messages.js';
-import type { NftOp } from './nft-messages.js';
+import type { ChainMessage, NftOp } from './nft-messages.js';
 import type { Family, Table } from './validate.js';
 
-export type { NftOp } from './nft-messages.js';
+export type { ChainMessage, NftOp } from './nft-messages.js';
 
 export interface NftLink {
   /** The namespace's ruleset generation now. */
@@ -41,6 +45,8 @@ export interface NftLink {
     chain: string,
     inspect?: (index: number, message: Buffer) => void,
   ): Promise<bigint[]>;
+  /** Every chain of the family, every table (one GETCHAIN dump). */
+  chains(): Promise<ChainMessage[]>;
   /** Whether the chain is there (a GETCHAIN: one message, whatever the size of the ruleset). */
   chainExists(table: Table, chain: string): Promise<boolean>;
   /**
@@ -63,15 +69,20 @@ async function request(
   out: Buffer,
   onMessage: (body: Buffer) => void,
   finished: (type: number) => boolean,
+  dump = false,
 ): Promise<void> {
   await socket.send(what, out);
-  await socket.answers(what, (type, _seq, payload) => {
-    if (type === NLMSG_ERROR) {
-      const errno = -payload.readInt32LE(0);
-      if (errno !== 0) throw failed(what, errno);
-    } else if (type !== NLMSG_DONE) onMessage(payload);
-    return finished(type);
-  });
+  await socket.answers(
+    what,
+    (type, _seq, payload) => {
+      if (type === NLMSG_ERROR) {
+        const errno = -payload.readInt32LE(0);
+        if (errno !== 0) throw failed(what, errno);
+      } else if (type !== NLMSG_DONE) onMessage(payload);
+      return finished(type);
+    },
+    { dump },
+  );
 }
 
 /**
@@ -125,8 +136,25 @@ export function openNftLink(family: Family, netns?: string): NftLink {
           handles.push(handle);
         },
         (type) => type === NLMSG_DONE || type === NLMSG_ERROR,
+        true,
       );
       return handles;
+    },
+
+    async chains() {
+      const chains: ChainMessage[] = [];
+      await request(
+        socket,
+        'GETCHAIN',
+        chainsRequest(family),
+        (body) => {
+          const chain = chainOf(body);
+          if (chain !== undefined) chains.push(chain);
+        },
+        (type) => type === NLMSG_DONE || type === NLMSG_ERROR,
+        true,
+      );
+      return chains;
     },
 
     async chainExists(table, chain) {

@@ -1,10 +1,11 @@
 // A teardown's removals over nf_tables netlink (nft.ts does the netlink), each one dump of a
 // chain or two and one transaction by rule handle, guarded by the ruleset's generation:
 // `removeJumped` (a per-allocation chain and the jumps to it) and `removeAccepts` (the firewall's
-// accepts of some addresses, read expression by expression: nft-accept.ts).
+// accepts of some addresses, each rule read back as iptables-save prints it: nft-accept.ts).
 import { IptablesError } from './errors.js';
 import type { HandlesOptions } from './handles.js';
 import { addressAcceptOf } from './nft-accept.js';
+import { formatIPv4, formatIPv6 } from './nft-rule.js';
 import type { NftLink, NftOp } from './nft.js';
 import type { AcceptRemoval, AcceptsRemoved, JumpedChain } from './types.js';
 import { checkChain, checkTable } from './validate.js';
@@ -129,10 +130,13 @@ async function removeAcceptsOnce(
   const table = checkTable(removal.table);
   const chain = checkChain(removal.chain);
   const generation = await link.generation();
-  const key = (address: Buffer, direction: string, established: boolean) =>
-    `${address.toString('hex')} ${direction} ${established}`;
+  const key = (address: string, direction: string, established: boolean) =>
+    `${address} ${direction} ${established}`;
   const wanted = new Set(
-    removal.addresses.flatMap((a) => [key(a, 'destination', true), key(a, 'source', false)]),
+    removal.addresses.flatMap((bytes) => {
+      const a = family === 'ipv4' ? formatIPv4(bytes) : formatIPv6(bytes);
+      return [key(a, 'destination', true), key(a, 'source', false)];
+    }),
   );
   const found: number[] = [];
   const strangers: number[] = [];

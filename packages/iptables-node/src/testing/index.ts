@@ -119,3 +119,14 @@ function plain(value: unknown): unknown {
   }
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
 }
+
+export {
+  be32,
+  chainMessage,
+  commentInfo,
+  cstring,
+  encodeAttributes,
+  expr,
+  ruleMessage,
+} from './nft-messages.js';
+export type { NftAttribute, NftExpression } from './nft-messages.js';
