@@ -31,7 +31,7 @@ import { callOf } from './context.js';
 import type { ConfiguratorContext } from './context.js';
 import { invalidField, messageOf } from './errors.js';
 import type { NetworkFacts } from './facts.js';
-import { linesNotAbout, tagOf } from './marks.js';
+import { leaveOutAbout, linesNotAbout, tagOf } from './marks.js';
 import {
   EMPTY_PLAN,
   EMPTY_STATE,
@@ -281,6 +281,7 @@ export function createLeaks(
       // Temporaries of writes killed midway are orphans.
       withTemporaries: true,
       atGeneration: true,
+      pause,
       // What belongs to live allocations is not parsed: a reconcile of a node with 1,000 of them
       // would otherwise build 13,000 rule objects to find none of them leaked. With none, every
       // line is parsed, and a filter would only cost its look at each.
@@ -288,6 +289,10 @@ export function createLeaks(
         ? {}
         : {
             lines: linesNotAbout(
+              known,
+              managed.map((f) => f.name),
+            ),
+            leaveOut: leaveOutAbout(
               known,
               managed.map((f) => f.name),
             ),

@@ -286,6 +286,31 @@ export function linesFirewallAbout(addresses: readonly string[]): (line: string)
   return (line) => line.startsWith('-A CNI-FORWARD ') && needles.some((n) => line.includes(n));
 }
 
+/** What a read over netlink leaves out (`Iptables.readAt`), as `linesNotAbout` does for a save. */
+export interface LeaveOut {
+  /** The rule (by its chain, comment and target) is about a known allocation. */
+  readonly rule: (
+    chain: string,
+    comment: string | undefined,
+    target: string | undefined,
+  ) => boolean;
+  /** The known allocations' chains: never read. */
+  readonly chains: ReadonlySet<string>;
+}
+
+/** `linesNotAbout` for a read over netlink: what belongs to the allocations in `known`. */
+export function leaveOutAbout(known: ReadonlySet<string>, networks: readonly string[]): LeaveOut {
+  const chains = new Set(chainsOf(known, networks).keys());
+  return {
+    rule(chain, comment, target) {
+      if (chains.has(chain) || (target !== undefined && chains.has(target))) return true;
+      const id = parseTag(comment)?.allocId;
+      return id !== undefined && known.has(id);
+    },
+    chains,
+  };
+}
+
 /**
  * A line filter that drops what belongs to the allocations in `known`: rules in their chains,
  * rules tagged with their ids, rules jumping to their chains, their chains' declarations. What is

@@ -390,6 +390,7 @@ describe('sweep', () => {
       const commits: NftOp[][] = [];
       const link: NftLink = {
         generation: () => Promise.resolve(generation),
+        chains: () => Promise.resolve([]),
         chainExists: (_table, chain) => Promise.resolve(sizes[chain] !== undefined),
         rules: (table, chain, inspect) =>
           Promise.resolve(

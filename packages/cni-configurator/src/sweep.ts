@@ -19,12 +19,23 @@
 // allocation rule. Only teardown.ts and leaks.ts use this module.
 import { join } from 'node:path';
 import type { CniCache, Logger } from '@allocnet/cni';
+import { runSliced } from '@allocnet/base';
+import type { Sliceable } from '@allocnet/base';
 import { createBatch, isIptablesError } from '@allocnet/iptables-node';
-import type { CallOptions, Family, PlacedRemoval, SavedTable } from '@allocnet/iptables-node';
+import type {
+  CallOptions,
+  ChainRef,
+  Family,
+  PlacedRemoval,
+  ReadAt,
+  SavedTable,
+} from '@allocnet/iptables-node';
 import { messageOf } from './errors.js';
 import type { NetworkFacts } from './facts.js';
 import { listReservations, readReservation, removeReservation } from './ipam.js';
-import { describePlan, isEmpty, joinPlans } from './plan.js';
+import { isAllocChain, matchOption, parseTag, tagOf } from './marks.js';
+import type { LeaveOut, Tag } from './marks.js';
+import { describePlan, isEmpty, joinPlans, stepAt } from './plan.js';
 import type { CacheFile, Generations, Plan, PlannedChain, PlannedRule } from './plan.js';
 import type { Scan } from './planner.js';
 import type { FoundReservation, HostState, IptablesState } from './types.js';
@@ -48,10 +59,15 @@ export interface ScanOptions extends CallOptions {
   /** Parse only the iptables-save lines this keeps (`linesAbout`, `linesNotAbout`); default all. */
   readonly lines?: (line: string) => boolean;
   /**
-   * Read each family's nf_tables generation with its save (`Iptables.saveAt`), so that `apply`
-   * can remove rules by handle in one kernel transaction instead of an iptables-restore.
+   * Read each family's nf_tables generation with its rules, so that `apply` can remove rules by
+   * handle in one kernel transaction instead of an iptables-restore: over netlink
+   * (`Iptables.readAt`, `readShared`) when it can, else with iptables-save (`Iptables.saveAt`).
    */
   readonly atGeneration?: boolean;
+  /** With `atGeneration`, what a read over netlink leaves out (as `lines` does for a save). */
+  readonly leaveOut?: LeaveOut;
+  /** Where a long read over netlink gives the event loop a turn (`createPause`); default none. */
+  readonly pause?: () => Promise<void> | undefined;
 }
 
 /**
@@ -64,6 +80,90 @@ const SHARED_CHAINS = [
   { table: 'filter', chain: 'CNI-FORWARD' },
 ] as const;
 
+/** Per table, the key of each masquerade jump's tag (bridge's, tagged, with its `-s`). */
+const tagKey = (tag: Tag) => `${tag.network}\0${tag.allocId}`;
+
+/**
+ * The per-allocation chains a read that skipped their rules must read after all, for the plan to
+ * be the one a save gives (planner.ts): those no tagged rule jumps to (their owner, or that they
+ * have none, is in their own rules) and portmap's DNAT chains whose allocation has no masquerade
+ * jump in the same table (the plan notes the firewall's address from the DNAT's destination; with
+ * the jump, from the jump's `-s`, the same address). Known allocations' chains never.
+ */
+function* chainsToRead(
+  tables: readonly SavedTable[],
+  knownChains: ReadonlySet<string>,
+): Sliceable<ChainRef[]> {
+  const out: ChainRef[] = [];
+  let n = 0;
+  for (const t of tables) {
+    const jumpedBy = new Map<string, Tag[]>();
+    const masqueraded = new Set<string>();
+    for (const r of t.rules) {
+      if (stepAt(n++)) yield;
+      const tag = tagOf(r);
+      if (tag === undefined) continue;
+      const target = r.target?.name;
+      if (target !== undefined && isAllocChain(target))
+        jumpedBy.set(target, [...(jumpedBy.get(target) ?? []), tag]);
+      if (r.chain === 'POSTROUTING' && matchOption(r, '-s') !== undefined)
+        masqueraded.add(tagKey(tag));
+    }
+    for (const { name } of t.chains) {
+      if (stepAt(n++)) yield;
+      if (!isAllocChain(name) || knownChains.has(name)) continue;
+      const tags = jumpedBy.get(name);
+      const unpaired =
+        name.startsWith('CNI-DN-') && !(tags ?? []).some((tag) => masqueraded.has(tagKey(tag)));
+      if (tags === undefined || unpaired) out.push({ table: t.name, chain: name });
+    }
+  }
+  return out;
+}
+
+/**
+ * One family's ruleset over netlink for a leak reap: the rules of every chain but the
+ * per-allocation ones (the bulk of a full node, whose rules the plan needs only in the cases
+ * `chainsToRead` names), each read back as iptables-save prints it. Undefined when it cannot be
+ * had, or when a rule it could not read back may matter to the plan (tagged, jumping to a
+ * per-allocation chain, or inside one): the caller then reads with iptables-save.
+ */
+async function readShared(
+  deps: SweepDeps,
+  ipt: IptablesState,
+  options: Pick<ScanOptions, 'leaveOut' | 'pause'>,
+  call: CallOptions,
+): Promise<ReadAt | undefined> {
+  const { leaveOut, pause } = options;
+  const knownChains = leaveOut?.chains ?? new Set<string>();
+  const read = await ipt.readAt?.(
+    {
+      skip: (_table, chain) => isAllocChain(chain),
+      ...(leaveOut === undefined
+        ? {}
+        : { keep: (chain, comment, target) => !leaveOut.rule(chain, comment, target) }),
+      // In slices, as the plan: thousands of rules (issue 28).
+      more: (tables) => runSliced(chainsToRead(tables, knownChains), pause),
+    },
+    call,
+  );
+  if (read === undefined) return undefined;
+  const unread = read.opaque.find(
+    (o) =>
+      isAllocChain(o.chain) ||
+      parseTag(o.comment) !== undefined ||
+      (o.target !== undefined && isAllocChain(o.target)),
+  );
+  if (unread === undefined) return read;
+  deps.logger.debug('sweep: a rule read over netlink could not be read back; using iptables-save', {
+    family: ipt.family,
+    table: unread.table,
+    chain: unread.chain,
+    place: unread.position + 1,
+  });
+  return undefined;
+}
+
 /** Reads iptables (both families at once), the reservations asked for and the CNI cache. */
 export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan> {
   const call = options.signal === undefined ? {} : { signal: options.signal };
@@ -72,6 +172,11 @@ export async function scan(deps: SweepDeps, options: ScanOptions): Promise<Scan>
   const read = async (family: Family) => {
     const ipt = deps.iptables[family];
     if (options.atGeneration !== true || ipt.saveAt === undefined) return ipt.save(save);
+    const shared = await readShared(deps, ipt, options, call);
+    if (shared !== undefined) {
+      generations.set(family, { generation: shared.generation, lists: shared.lists });
+      return shared.tables;
+    }
     const { tables, generation, lists } = await ipt.saveAt({ ...save, handlesOf: SHARED_CHAINS });
     if (generation !== undefined) generations.set(family, { generation, lists });
     return tables;

@@ -232,15 +232,13 @@ export interface IptablesState {
   readonly ruleExists: Iptables['ruleExists'];
   readonly newChain: Iptables['newChain'];
   readonly append: Iptables['append'];
-  /** A leak reap's scan and removal by rule handle (sweep.ts); without them, iptables-restore. */
+  /** A leak reap's scan (`readAt`, else `saveAt`) and removal by rule handle (sweep.ts). */
+  readonly readAt?: Iptables['readAt'];
   readonly saveAt?: Iptables['saveAt'];
   readonly removeAt?: Iptables['removeAt'];
   /** The agent's warm-up of the reap path (warm.ts): the removal built, never sent. */
   readonly warmRemoval?: Iptables['warmRemoval'];
-  /**
-   * Which rules a setup's write may find already there (native-add.ts), over netlink; without
-   * it the write takes its per-allocation chains and rules to be new.
-   */
+  /** Which rules a setup's write finds there (native-add.ts); without it, all are new. */
   readonly searchRules?: Iptables['searchRules'];
   /** A teardown's removals of its chains with their jumps and of its accepts (native-del.ts). */
   readonly removeJumped?: Iptables['removeJumped'];

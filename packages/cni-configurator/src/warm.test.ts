@@ -75,6 +75,7 @@ describe('warmReap', () => {
     // The nf_tables link: what the warm-up asks of the kernel (reads only).
     const asked: string[] = [];
     const link = (family: string): NftLink => ({
+      chains: () => Promise.resolve([]),
       generation: () => {
         asked.push(`${family} generation`);
         return Promise.resolve(7);

@@ -1,7 +1,9 @@
 // The reap path warmed before an operator's first reap: leaked allocations in the plugins' full
 // shape (bridge's masquerade, portmap's DNAT chain, the firewall's accepts: 11 iptables-save
-// lines each, as Debian's plugins 1.1.1 leave them), made up in memory and run through the same
-// parse, plan and removal as a real reap (leaks.ts `warmReap`). Nothing changes on the host: the
+// lines each, as Debian's plugins 1.1.1 leave them), made up in memory and run through the
+// parse (what a reap reads with when netlink cannot serve it: sweep.ts), the plan and the removal
+// of a real reap (leaks.ts `warmReap`). The read over netlink is not run: a reap's own first
+// thousand rules warm it (docs/performance.md). Nothing changes on the host: the
 // removal's nf_tables transactions are built and not sent, after the two reads a removal makes
 // first (the ruleset's generation, one chain's handles), which warm the netlink calls.
 //
