@@ -4,9 +4,10 @@
 // per batch: by rule handle when the ruleset is still as the scan read it (sweep.ts), else one
 // iptables-restore.
 //
-// Concurrency: a leak search reads the whole host once (both families' iptables-save, every
-// managed IPAM directory, the CNI cache) while setups, CHECKs and teardowns go on. Those of known
-// allocations are dropped before parsing (`linesNotAbout`) and never selected. Those of any other
+// Concurrency: a leak search reads the whole host once (both families' rulesets, over netlink or
+// else by iptables-save: sweep.ts; every managed IPAM directory, the CNI cache) while setups,
+// CHECKs and teardowns go on. Those of known allocations are left out as they are read
+// (`leaveOutAbout`, `linesNotAbout`) and never selected. Those of any other
 // allocation are kept clear by the caller's `ReapFence` (types.ts; the runner's reap guard): an
 // allocation with an operation begun before the plan is `spared` (counted as known when planning,
 // its chains never orphans); the planned ids are `take`n, so that an operation on one of them
@@ -21,8 +22,9 @@
 // A reap of thousands of leaks is long CPU work (the plan, then per batch the report) in the
 // agent's one thread: it runs in slices (`runSliced`, `createPause` of @allocnet/base) that give
 // the event loop a turn every few milliseconds, so that the agent answers its other calls
-// meanwhile (issue 28). The parse is sliced where it is read (iptables-node's save stream), the
-// kernel's part runs on a worker thread (iptables-node's netlink.ts).
+// meanwhile (issue 28). The read is sliced where it is read (each part of a netlink dump, or
+// iptables-node's save stream), the kernel's part runs on a worker thread (iptables-node's
+// netlink.ts).
 import { createPause, logInfo, runSliced } from '@allocnet/base';
 import type { Sliceable } from '@allocnet/base';
 import { createSaveStream } from '@allocnet/iptables-node';
