@@ -9,7 +9,7 @@ import { createCniRuntime } from '@allocnet/cni';
 import { allocChains, createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { addPluginShapes, sharedChains } from '@allocnet/cni-configurator/testing';
-import { createBatch, createIptables } from '@allocnet/iptables-node';
+import { IptablesError, createBatch, createIptables } from '@allocnet/iptables-node';
 import type { Family, Iptables, Rule, SavedTable } from '@allocnet/iptables-node';
 import { plainRules } from '@allocnet/iptables-node/testing';
 import { requireNetworkTestHost } from '@allocnet/testns';
@@ -172,7 +172,7 @@ describe('a leak search read over netlink', () => {
     return logger;
   }
 
-  function iptables(family: Family, overNetlink: boolean, debug: string[]) {
+  function iptables(family: Family, overNetlink: boolean | 'failing', debug: string[]) {
     const logger = keeping(debug);
     const real = createIptables({ family, netns: t.node.path, logger });
     const calls = { readAt: 0, saveAt: 0 };
@@ -182,20 +182,27 @@ describe('a leak search read over netlink', () => {
         calls.saveAt++;
         return (real.saveAt as NonNullable<Iptables['saveAt']>)(options);
       },
-      ...(overNetlink
-        ? {
+      ...(overNetlink === false
+        ? {}
+        : {
             readAt: (options, call) => {
               calls.readAt++;
+              // As when a table goes between the chains' dump and its rules'.
+              if (overNetlink === 'failing')
+                return Promise.reject(
+                  new IptablesError('nf_tables GETRULE nat X failed (errno 2)', {
+                    code: 'not-found',
+                  }),
+                );
               return (real.readAt as NonNullable<Iptables['readAt']>)(options, call);
             },
-          }
-        : {}),
+          }),
     };
     if (!overNetlink) delete (ipt as { readAt?: unknown }).readAt;
     return { ipt, calls };
   }
 
-  async function configurator(overNetlink: boolean, debug: string[] = []) {
+  async function configurator(overNetlink: boolean | 'failing', debug: string[] = []) {
     const v4 = iptables('ipv4', overNetlink, debug);
     const v6 = iptables('ipv6', overNetlink, debug);
     const c = await createCniConfigurator({
@@ -321,6 +328,21 @@ describe('a leak search read over netlink', () => {
     });
     // The live allocation's state stays.
     expect((await withSave.c.findLeaks([])).leaks.map((l) => l.allocId)).toEqual(['live']);
+  });
+
+  it('reads with iptables-save when the read over netlink fails', async () => {
+    await leaks();
+    const debug: string[] = [];
+    const failing = await configurator('failing', debug);
+    const withSave = await configurator(false);
+    made = [failing.c, withSave.c];
+
+    expect(await failing.c.findLeaks(['live'])).toEqual(await withSave.c.findLeaks(['live']));
+    expect(failing.calls).toEqual([
+      { readAt: 1, saveAt: 1 },
+      { readAt: 1, saveAt: 1 },
+    ]);
+    expect(debug).toContain('sweep: the read over netlink failed; using iptables-save');
   });
 
   it('reads with iptables-save when a rule it cannot read back is about an allocation', async () => {

@@ -136,17 +136,27 @@ async function readShared(
 ): Promise<ReadAt | undefined> {
   const { leaveOut, pause } = options;
   const knownChains = leaveOut?.chains ?? new Set<string>();
-  const read = await ipt.readAt?.(
-    {
-      skip: (_table, chain) => isAllocChain(chain),
-      ...(leaveOut === undefined
-        ? {}
-        : { keep: (chain, comment, target) => !leaveOut.rule(chain, comment, target) }),
-      // In slices, as the plan: thousands of rules (issue 28).
-      more: (tables) => runSliced(chainsToRead(tables, knownChains), pause),
-    },
-    call,
-  );
+  let read: ReadAt | undefined;
+  try {
+    read = await ipt.readAt?.(
+      {
+        skip: (_table, chain) => isAllocChain(chain),
+        ...(leaveOut === undefined
+          ? {}
+          : { keep: (chain, comment, target) => !leaveOut.rule(chain, comment, target) }),
+        // In slices, as the plan: thousands of rules (issue 28).
+        more: (tables) => runSliced(chainsToRead(tables, knownChains), pause),
+      },
+      call,
+    );
+  } catch (error) {
+    // A request that failed (a table deleted between two dumps): iptables-save reads it all.
+    deps.logger.debug('sweep: the read over netlink failed; using iptables-save', {
+      family: ipt.family,
+      error: messageOf(error),
+    });
+    return undefined;
+  }
   if (read === undefined) return undefined;
   const unread = read.opaque.find(
     (o) =>

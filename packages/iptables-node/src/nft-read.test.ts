@@ -174,6 +174,27 @@ describe('readAt', () => {
     expect(read?.tables.find((t) => t.name === 'nat')?.places?.sizes.get('POSTROUTING')).toBe(2);
   });
 
+  it('reads a chain of more rules than a spread call takes (some 120,000 here)', async () => {
+    const message = ruleMessage({
+      table: 'filter',
+      chain: 'CNI-FORWARD',
+      handle: 1n,
+      exprs: ACCEPT,
+    });
+    const { link } = fakeLink({ 'filter CNI-FORWARD': { rules: [] } });
+    const many = 130_000;
+    const big: NftLink = {
+      ...link,
+      rules: (_table, _chain, inspect) => {
+        for (let i = 0; i < many; i++) inspect?.(i, message);
+        return Promise.resolve(Array.from({ length: many }, (_, i) => BigInt(i + 1)));
+      },
+    };
+    const read = await readAt(big, 'ipv4', {}, logged().logger);
+    expect(read?.tables[0]?.rules).toHaveLength(many);
+    expect(read?.tables[0]?.places?.positions.at(-1)).toBe(many - 1);
+  });
+
   it('reads again when the ruleset moved during the read, and gives up after three tries', async () => {
     const moved = fakeLink({ 'nat POSTROUTING': { hook: 4, rules: [ACCEPT] } }, [1, 2, 3, 3]);
     expect((await readAt(moved.link, 'ipv4', {}, logged().logger))?.generation).toBe(3);

@@ -169,8 +169,9 @@ async function readOnce(link: NftLink, family: Family, options: ReadAtOptions): 
       for (const c of chains) {
         const r = read.get(`${name} ${c.name}`);
         if (r === undefined) continue;
-        rules.push(...r.rules);
-        positions.push(...r.positions);
+        // One by one: a chain of 100,000 rules spread into `push` is past V8's argument limit.
+        for (const rule of r.rules) rules.push(rule);
+        for (const position of r.positions) positions.push(position);
         sizes.set(c.name, r.size);
       }
       const declared: Chain[] = chains.map((c) => ({ name: c.name, policy: c.policy }));
