@@ -1,8 +1,8 @@
 // The nf_tables messages the netlink link (nft.ts) sends and reads: GETGEN, a GETRULE dump of one
 // chain, and a removal batch (DELRULE by handle or whole chain, DELCHAIN) whose BATCH_BEGIN
 // carries the generation the handles were read at. Pure: buffers in, buffers out.
-import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, netlinkAttributes } from './netlink.js';
-import { Attributes } from './nft-attributes.js';
+import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from './netlink.js';
+import { Attributes, Malformed } from './nft-attributes.js';
 import type { Family, Table } from './validate.js';
 
 /** One change of a removal batch. */
@@ -115,13 +115,6 @@ class Writer {
   }
 }
 
-/** The attributes after a message's nfgenmsg: type -> payload (the first of each type). */
-function attributes(body: Buffer): Map<number, Buffer> {
-  const found = new Map<number, Buffer>();
-  for (const a of netlinkAttributes(body, 4)) if (!found.has(a.type)) found.set(a.type, a.value);
-  return found;
-}
-
 /** GETGEN: the ruleset generation, which every commit in the namespace moves on by one. */
 export function generationRequest(): Buffer {
   const w = new Writer();
@@ -132,8 +125,15 @@ export function generationRequest(): Buffer {
 
 /** The generation a GETGEN answer carries. */
 export function generationOf(body: Buffer): number | undefined {
-  return attributes(body).get(NFTA_GEN_ID)?.readUInt32BE(0);
+  try {
+    return GENERATION.read(body, 4, body.length).u32(NFTA_GEN_ID);
+  } catch (error) {
+    // A malformed answer carries no generation: the caller says so.
+    if (error instanceof Malformed) return undefined;
+    throw error;
+  }
 }
+const GENERATION = new Attributes();
 
 /**
  * A GETCHAIN of one chain (no dump), acked: its NEWCHAIN message and the ack when it is there,
