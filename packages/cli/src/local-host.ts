@@ -7,7 +7,8 @@ import { messageOf } from '@allocnet/base';
 import { createCniCache, createCniRuntime } from '@allocnet/cni';
 import { checkAllocId, createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
-import { createIptables } from '@allocnet/iptables-node';
+import { createIptables, openNftLink } from '@allocnet/iptables-node';
+import type { OpenNft } from '@allocnet/iptables-node';
 import { usageError } from './errors.js';
 import { hostNetnsOf, pluginDirsOf } from './host-options.js';
 import type { CliIo } from './io.js';
@@ -30,11 +31,14 @@ export async function localConfigurator(
 ): Promise<CniConfigurator> {
   const netns = hostNetnsOf(options.hostNetns)?.path;
   const pluginDirs = pluginDirsOf(options.pluginDir, io);
+  // This process answers nothing else while it reads and removes: its netlink waits need no
+  // worker thread (openNftLink's `onCallingThread`).
+  const nft: OpenNft = (family, at) => openNftLink(family, at, { requestsOnCallingThread: true });
   return createCniConfigurator({
     runtime: createCniRuntime({ pluginDirs, cacheDir: options.cacheDir }),
     iptables: {
-      ipv4: createIptables(netns === undefined ? {} : { netns }),
-      ipv6: createIptables({ family: 'ipv6', ...(netns === undefined ? {} : { netns }) }),
+      ipv4: createIptables({ nft, ...(netns === undefined ? {} : { netns }) }),
+      ipv6: createIptables({ family: 'ipv6', nft, ...(netns === undefined ? {} : { netns }) }),
     },
     defaultNetwork: { ipamDataDir: options.ipamDir },
     confDir: options.confDir,

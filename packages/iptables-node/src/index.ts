@@ -29,7 +29,8 @@ export {
 } from './netlink.js';
 export type { NetlinkSocket, SocketKind } from './netlink.js';
 export { deleteConntrackByDestinationPort } from './conntrack.js';
-export type { ChainMessage, NftLink, NftOp } from './nft.js';
+export type { ChainMessage, NftLink, NftLinkOptions, NftOp } from './nft.js';
+export type { OpenNft } from './handles.js';
 export type { CallOptions, RestoreOptions, SaveOptions } from './commands.js';
 export { IptablesBatch, createBatch, formatRestoreInput } from './batch.js';
 export type { BatchOp, RestoreBlock, RestoreInput } from './batch.js';

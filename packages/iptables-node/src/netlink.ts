@@ -2,7 +2,8 @@
 // namespace, sending one buffer of messages and reading the answers. The same socket speaks
 // NETLINK_ROUTE for the configurator's native CHECK (links, addresses and routes of a namespace). The socket is made in the
 // calling thread (setns there and back: microseconds); every send and receive runs on a worker
-// thread (koffi's `.async`), because the kernel does its work in them: a send of a removal batch
+// thread (koffi's `.async`) unless the socket is made to run on the calling thread (`SocketKind`),
+// because the kernel does its work in them: a send of a removal batch
 // is the whole nf_tables transaction (tens of milliseconds for thousands of rules), a receive of
 // a dump builds the messages it returns. The event loop goes on meanwhile (issue 28). A receive
 // waits at most RECEIVE_TIMEOUT_S, so an answer that never comes cannot hang the call.
@@ -167,22 +168,33 @@ function openSocket(c: Libc, netns: string | undefined, kind: SocketKind): numbe
 
 /**
  * Which netlink family a socket speaks, the name its errors start with, and whether its sends
- * and receives run on the calling thread (for small answers the kernel builds in microseconds:
- * a worker thread's round trip would cost more than the call; not for nf_tables batches). Such a
- * receive never blocks the event loop: one with nothing queued fails (errno 11, EAGAIN).
+ * and receives run on the calling thread: for small answers the kernel builds in microseconds (a
+ * worker thread's round trip would cost more than the call), and in a process with nothing else
+ * to answer (the CLI), where the event loop may wait out a dump or a transaction. Such a receive
+ * never waits for an answer: one with nothing queued fails (errno 11, EAGAIN); the kernel queues
+ * a request's answer, and the next part of a dump, before the send or the receive returns.
  */
 export interface SocketKind {
   readonly protocol: number;
   readonly subsystem: string;
   readonly onCallingThread?: boolean;
+  /**
+   * Requests (their sends and every receive) on the calling thread, but a batch's send, where
+   * nf_tables does a whole transaction's work, on the worker thread. Implied by `onCallingThread`.
+   */
+  readonly requestsOnCallingThread?: boolean;
 }
 
-const NFTABLES: SocketKind = { protocol: NETLINK_NETFILTER, subsystem: 'nf_tables' };
+export const NFTABLES: SocketKind = { protocol: NETLINK_NETFILTER, subsystem: 'nf_tables' };
 
 /** A netlink socket in one namespace (`NETLINK_NETFILTER` unless asked otherwise). */
 export interface NetlinkSocket {
-  /** Sends `out` (one or more messages) in one send; `what` names it in an error. */
-  send(what: string, out: Buffer): Promise<void>;
+  /**
+   * Sends `out` (one or more messages) in one send; `what` names it in an error. `batch`: an
+   * nf_tables batch (a transaction), sent on the worker thread even by a socket whose requests
+   * run on the calling thread.
+   */
+  send(what: string, out: Buffer, options?: { readonly batch?: boolean }): Promise<void>;
   /**
    * Reads answers until `visit` returns true: each message's type, sequence number and what
    * follows its header (for NLMSG_ERROR, the negated errno first: 0 is an ack). The payload is
@@ -246,28 +258,35 @@ export function openNetlinkSocket(
   }
 
   const here = kind.onCallingThread === true;
+  const receiveHere = here || kind.requestsOnCallingThread === true;
   return {
-    async send(what, out) {
-      const sent = here
+    async send(what, out, options) {
+      const sendHere = here || (receiveHere && options?.batch !== true);
+      const sent = sendHere
         ? c.send(fd, out, out.length, 0)
         : await onWorker(c.send, fd, out, out.length, 0);
-      if (sent < 0) throw failed(what, here ? c.errno() : undefined, undefined, subsystem);
+      if (sent < 0) throw failed(what, sendHere ? c.errno() : undefined, undefined, subsystem);
     },
 
     async answers(what, visit, options) {
       const receive = async (into: Buffer) => {
         // On the calling thread never wait: the kernel queues a request's answer (and the next
         // part of a dump) before send or the previous receive returns.
-        const n = here
+        const n = receiveHere
           ? c.recv(fd, into, into.length, MSG_DONTWAIT)
           : await onWorker(c.recv, fd, into, into.length, 0);
         if (n < 0)
-          throw failed(`${what} (receive)`, here ? c.errno() : undefined, undefined, subsystem);
+          throw failed(
+            `${what} (receive)`,
+            receiveHere ? c.errno() : undefined,
+            undefined,
+            subsystem,
+          );
         return n;
       };
       // A dump's next part is asked for before this one is read, when this one does not end it:
       // the kernel builds it on the worker thread meanwhile (docs/iptables.md).
-      const ahead = options?.dump === true && !here;
+      const ahead = options?.dump === true && !receiveHere;
       let inbox = inboxes[0] as Buffer;
       let next: Promise<number> | undefined = receive(inbox);
       try {

@@ -15,7 +15,7 @@
 // another process may change the ruleset; the generation in BATCH_BEGIN makes the kernel refuse
 // a commit made from handles read before such a change. One call at a time per link.
 import type { IptablesError } from './errors.js';
-import { NLMSG_DONE, NLMSG_ERROR, failed, openNetlinkSocket } from './netlink.js';
+import { NFTABLES, NLMSG_DONE, NLMSG_ERROR, failed, openNetlinkSocket } from './netlink.js';
 import type { NetlinkSocket } from './netlink.js';
 import {
   chainOf,
@@ -102,9 +102,23 @@ async function batchAnswers(socket: NetlinkSocket, first: number, last: number):
   if (error !== undefined) throw error;
 }
 
+export interface NftLinkOptions {
+  /**
+   * Requests (GETGEN, the dumps: each send and receive) on the calling thread instead of the
+   * worker thread; a commit's batch is still sent on the worker, and its answers read here. The
+   * event loop then waits out each dump part: for a one-shot process with nothing else to answer
+   * (the CLI's `--local` commands), where a worker's round trip per part and per request cost
+   * more than they spared (docs/iptables.md, "Reading the ruleset over netlink"). Default false.
+   */
+  readonly requestsOnCallingThread?: boolean;
+}
+
 /** Opens a link to the nf_tables ruleset of `family` in `netns` (a path; default this one). */
-export function openNftLink(family: Family, netns?: string): NftLink {
-  const socket = openNetlinkSocket(netns);
+export function openNftLink(family: Family, netns?: string, options?: NftLinkOptions): NftLink {
+  const socket = openNetlinkSocket(netns, {
+    ...NFTABLES,
+    requestsOnCallingThread: options?.requestsOnCallingThread === true,
+  });
 
   const link: NftLink = {
     async generation() {
@@ -179,7 +193,7 @@ export function openNftLink(family: Family, netns?: string): NftLink {
       const { bytes, first, last } = removalBatch(family, generation, ops);
       // The kernel takes a batch only whole, in one send: the send buffer must hold it.
       socket.sendBuffer(Math.max(bytes.length * 2, 1 << 20));
-      await socket.send('batch', bytes);
+      await socket.send('batch', bytes, { batch: true });
       await batchAnswers(socket, first, last);
       const after = await link.generation();
       return after === generation + 1 ? after : undefined;
