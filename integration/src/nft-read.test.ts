@@ -9,7 +9,7 @@ import { createCniRuntime } from '@allocnet/cni';
 import { allocChains, createCniConfigurator } from '@allocnet/cni-configurator';
 import type { CniConfigurator } from '@allocnet/cni-configurator';
 import { addPluginShapes, sharedChains } from '@allocnet/cni-configurator/testing';
-import { IptablesError, createBatch, createIptables } from '@allocnet/iptables-node';
+import { IptablesError, createBatch, createIptables, openNftLink } from '@allocnet/iptables-node';
 import type { Family, Iptables, Rule, SavedTable } from '@allocnet/iptables-node';
 import { plainRules } from '@allocnet/iptables-node/testing';
 import { requireNetworkTestHost } from '@allocnet/testns';
@@ -161,8 +161,9 @@ describe('a leak search read over netlink', () => {
   /** A logger that keeps its debug messages in `debug`. */
   function keeping(debug: string[]) {
     const logger = {
-      debug: (message: string) => {
+      debug: (message: string, meta?: unknown) => {
         debug.push(message);
+        if (process.env.DEBUG_META) console.log(message, JSON.stringify(meta));
       },
       info: () => undefined,
       warn: () => undefined,
@@ -172,9 +173,22 @@ describe('a leak search read over netlink', () => {
     return logger;
   }
 
-  function iptables(family: Family, overNetlink: boolean | 'failing', debug: string[]) {
+  /** `requestsHere`: the link's requests on the calling thread, as the CLI's `--local` opens it. */
+  function iptables(
+    family: Family,
+    overNetlink: boolean | 'failing',
+    debug: string[],
+    requestsHere = false,
+  ) {
     const logger = keeping(debug);
-    const real = createIptables({ family, netns: t.node.path, logger });
+    const real = createIptables({
+      family,
+      netns: t.node.path,
+      logger,
+      ...(requestsHere
+        ? { nft: (f, at) => openNftLink(f, at, { requestsOnCallingThread: true }) }
+        : {}),
+    });
     const calls = { readAt: 0, saveAt: 0 };
     const ipt: Iptables = {
       ...real,
@@ -202,9 +216,13 @@ describe('a leak search read over netlink', () => {
     return { ipt, calls };
   }
 
-  async function configurator(overNetlink: boolean | 'failing', debug: string[] = []) {
-    const v4 = iptables('ipv4', overNetlink, debug);
-    const v6 = iptables('ipv6', overNetlink, debug);
+  async function configurator(
+    overNetlink: boolean | 'failing',
+    debug: string[] = [],
+    requestsHere = false,
+  ) {
+    const v4 = iptables('ipv4', overNetlink, debug, requestsHere);
+    const v6 = iptables('ipv6', overNetlink, debug, requestsHere);
     const c = await createCniConfigurator({
       runtime: createCniRuntime({ cacheDir: join(t.tmp.path, 'cache') }),
       iptables: { ipv4: v4.ipt, ipv6: v6.ipt },
@@ -290,45 +308,56 @@ describe('a leak search read over netlink', () => {
     made = [];
   });
 
-  it('finds what a search with iptables-save finds, without it, and reaps it all', async () => {
-    await leaks();
-    const overNetlink = await configurator(true);
-    const withSave = await configurator(false);
-    made = [overNetlink.c, withSave.c];
+  it.each([
+    ['a worker thread', false],
+    ['the calling thread', true],
+  ])(
+    'finds what a search with iptables-save finds, without it, and reaps it all by handle (requests on %s)',
+    async (_, requestsHere) => {
+      await leaks();
+      const debug: string[] = [];
+      const overNetlink = await configurator(true, debug, requestsHere);
+      const withSave = await configurator(false);
+      made = [overNetlink.c, withSave.c];
 
-    const found = await overNetlink.c.findLeaks(['live']);
-    expect(found).toEqual(await withSave.c.findLeaks(['live']));
-    expect(found.leaks.map((l) => l.allocId)).toEqual([
-      'full',
-      'jumpless',
-      'netns-deleted',
-      'no-masquerade',
-      'six',
-    ]);
-    // The DNAT's destination gave the firewall's accepts their owner.
-    const noMasq = found.leaks.find((l) => l.allocId === 'no-masquerade');
-    expect(noMasq?.state.rules.map((r) => r.line)).toContain(
-      '-A CNI-FORWARD -s 172.26.64.5/32 -j ACCEPT',
-    );
-    expect(found.orphans.chains.map((c) => c.chain)).toEqual([allocChains('nomad', 'orphan').dnat]);
-    expect(found.orphans.rules.map((r) => r.line)).toEqual([
-      '-A CNI-FORWARD -s 172.26.64.8/32 -j ACCEPT',
-    ]);
-    expect(overNetlink.calls).toEqual([
-      { readAt: 1, saveAt: 0 },
-      { readAt: 1, saveAt: 0 },
-    ]);
+      const found = await overNetlink.c.findLeaks(['live']);
+      expect(found).toEqual(await withSave.c.findLeaks(['live']));
+      expect(found.leaks.map((l) => l.allocId)).toEqual([
+        'full',
+        'jumpless',
+        'netns-deleted',
+        'no-masquerade',
+        'six',
+      ]);
+      // The DNAT's destination gave the firewall's accepts their owner.
+      const noMasq = found.leaks.find((l) => l.allocId === 'no-masquerade');
+      expect(noMasq?.state.rules.map((r) => r.line)).toContain(
+        '-A CNI-FORWARD -s 172.26.64.5/32 -j ACCEPT',
+      );
+      expect(found.orphans.chains.map((c) => c.chain)).toEqual([
+        allocChains('nomad', 'orphan').dnat,
+      ]);
+      expect(found.orphans.rules.map((r) => r.line)).toEqual([
+        '-A CNI-FORWARD -s 172.26.64.8/32 -j ACCEPT',
+      ]);
+      expect(overNetlink.calls).toEqual([
+        { readAt: 1, saveAt: 0 },
+        { readAt: 1, saveAt: 0 },
+      ]);
 
-    const reaped = await overNetlink.c.reapLeaks(['live']);
-    expect(reaped.failed).toEqual([]);
-    expect(reaped.reaped.map((l) => l.allocId)).toEqual(found.leaks.map((l) => l.allocId));
-    expect(await withSave.c.findLeaks(['live'])).toEqual({
-      leaks: [],
-      orphans: { rules: [], chains: [], reservations: [], cacheFiles: [] },
-    });
-    // The live allocation's state stays.
-    expect((await withSave.c.findLeaks([])).leaks.map((l) => l.allocId)).toEqual(['live']);
-  });
+      const reaped = await overNetlink.c.reapLeaks(['live']);
+      expect(reaped.failed).toEqual([]);
+      expect(reaped.reaped.map((l) => l.allocId)).toEqual(found.leaks.map((l) => l.allocId));
+      expect(await withSave.c.findLeaks(['live'])).toEqual({
+        leaks: [],
+        orphans: { rules: [], chains: [], reservations: [], cacheFiles: [] },
+      });
+      // The live allocation's state stays.
+      expect((await withSave.c.findLeaks([])).leaks.map((l) => l.allocId)).toEqual(['live']);
+      // Read and removed over netlink throughout: nothing fell back to iptables-save or -restore.
+      expect(debug.filter((m) => /iptables-(save|restore)/.test(m))).toEqual([]);
+    },
+  );
 
   it('reads with iptables-save when the read over netlink fails', async () => {
     await leaks();

@@ -281,7 +281,15 @@ async function removeByHandle(
   try {
     const next = await ipt.removeAt(at, removal);
     if (next === undefined) generations.delete(family);
-    else generations.set(family, next);
+    else {
+      generations.set(family, next);
+      // The generation is the namespace's, both families' (docs/iptables.md): the other family's
+      // handles, read at the one this commit moved on from, are still its own at the next one
+      // (the commit touched this family's tables only, and no one else's came between).
+      for (const [other, handles] of generations)
+        if (other !== family && handles.generation === at.generation)
+          generations.set(other, { ...handles, generation: next.generation });
+    }
     return true;
   } catch (error) {
     generations.delete(family);
@@ -295,9 +303,9 @@ async function removeByHandle(
 
 /**
  * Applies a plan: per family, the rules, then the chains flushed and deleted, all or nothing, by
- * handle in one nf_tables transaction when the plan allows it (`removeByHandle`), else in one
- * iptables-restore; both families at once; then the reservation and cache files. Resolves the
- * families whose removal failed (their state is untouched).
+ * handle in one nf_tables transaction when the plan allows it (`removeByHandle`: one family
+ * after the other), else in one iptables-restore (both at once); then the reservation and cache
+ * files. Resolves the families whose removal failed (their state is untouched).
  */
 export async function apply(
   deps: SweepDeps,
@@ -305,12 +313,19 @@ export async function apply(
   call: CallOptions,
 ): Promise<{ readonly failed: ReadonlyMap<Family, Error> }> {
   const failed = new Map<Family, Error>();
+  // By handle one family after the other: each commit is checked against the namespace's
+  // generation, which the first one moves on for the second (`removeByHandle`). Then the rest
+  // by iptables-restore, both at once.
+  const left: { family: Family; rules: PlannedRule[]; chains: PlannedChain[] }[] = [];
+  for (const family of ['ipv4', 'ipv6'] as const) {
+    const rules = planned.rules.filter((r) => r.family === family);
+    const chains = planned.chains.filter((c) => c.family === family);
+    if (rules.length + chains.length === 0) continue;
+    if (!(await removeByHandle(deps, planned, family, rules, chains)))
+      left.push({ family, rules, chains });
+  }
   await Promise.all(
-    (['ipv4', 'ipv6'] as const).map(async (family) => {
-      const rules = planned.rules.filter((r) => r.family === family);
-      const chains = planned.chains.filter((c) => c.family === family);
-      if (rules.length + chains.length === 0) return;
-      if (await removeByHandle(deps, planned, family, rules, chains)) return;
+    left.map(async ({ family, rules, chains }) => {
       const batch = createBatch();
       for (const r of rules) batch.deleteRule(r.rule);
       for (const c of chains) batch.clearChain(c.table, c.chain);
