@@ -1,7 +1,7 @@
 // Netlink attributes read in place: where each attribute's value is in its buffer, by type,
 // without a buffer or a map per attribute (a reap's read goes through some 200,000 of them).
-// Also a nested list's elements and the comment in a rule's user data. Pure. nft-rule.ts and
-// nft-messages.ts read nf_tables answers with it.
+// Also a nested list's elements, the comment in a rule's user data, and names told by their
+// bytes. Pure. nft-rule.ts and nft-messages.ts read nf_tables answers with it.
 
 /** The rule cannot be read back as arguments (its comment and target may still be). */
 export class Opaque extends Error {}
@@ -100,4 +100,37 @@ export function userComment(buf: Buffer, start: number, end: number): string | u
     at += 2 + len;
   }
   return undefined;
+}
+
+/** Names by their first byte, with their bytes (NUL-terminated) to compare against. */
+export type KnownNames = ReadonlyMap<
+  number,
+  readonly { readonly name: string; readonly bytes: Buffer }[]
+>;
+
+export function knownNames(names: readonly string[]): KnownNames {
+  const out = new Map<number, { name: string; bytes: Buffer }[]>();
+  for (const name of names) {
+    const list = out.get(name.charCodeAt(0)) ?? [];
+    list.push({ name, bytes: Buffer.from(`${name}\0`) });
+    out.set(name.charCodeAt(0), list);
+  }
+  return out;
+}
+
+/**
+ * A string attribute of `a` that is one of `names`, as that name (a few byte compares instead of
+ * a string made each time: a reap reads some 20,000 names); else read as text.
+ */
+export function nameOf(a: Attributes, type: number, names: KnownNames): string | undefined {
+  if (!a.has(type)) return undefined;
+  const start = a.from[type] as number;
+  const end = a.to[type] as number;
+  for (const known of names.get(a.buf[start] as number) ?? []) {
+    if (end - start !== known.bytes.length) continue;
+    let same = true;
+    for (let i = 1; same && i < known.bytes.length; i++) same = a.buf[start + i] === known.bytes[i];
+    if (same) return known.name;
+  }
+  return a.text(type);
 }

@@ -6,12 +6,11 @@
 // of some chains (a reap skips the per-allocation chains, the bulk of a full node, whose rules it
 // needs only in the cases it names after the first pass: `more`). The generation is read before
 // and after: a read the ruleset moved under is read again, at most `TRIES` times.
-import { IptablesError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { NftLink } from './nft.js';
 import type { ChainMessage } from './nft-messages.js';
 import { Malformed, readBackRule } from './nft-rule.js';
-import { ruleFromStatement } from './rule.js';
+import { knownRule } from './rule.js';
 import type { Rule } from './rule.js';
 import type { Chain, SavedTable } from './save.js';
 import { TABLES } from './validate.js';
@@ -79,8 +78,6 @@ const HOOKS: Readonly<Record<string, number>> = {
   POSTROUTING: 4,
 };
 
-const NOT_QUOTED: readonly boolean[] = Object.freeze([]);
-
 /** Tries when the ruleset moves between the first and the last read. */
 const TRIES = 3;
 /** Most chains `more` may ask for: each is a dump of its own. */
@@ -91,21 +88,6 @@ interface ReadChain {
   readonly rules: Rule[];
   readonly positions: number[];
   readonly size: number;
-}
-
-/**
- * The read-back arguments as a `Rule`. None is marked quoted: the only value a save quotes that
- * could read as an option or a `!` is a comment, and `--comment` always takes the one value after
- * it (rule.ts).
- */
-function ruleOf(table: Table, chain: string, spec: string[]): Rule | undefined {
-  try {
-    return ruleFromStatement(table, chain, { values: spec, quoted: NOT_QUOTED, line: 0 }, 0);
-  } catch (error) {
-    // Arguments iptables would not print: read back wrong, so taken as not read back at all.
-    if (error instanceof IptablesError && error.code === 'parse') return undefined;
-    throw error;
-  }
 }
 
 /** iptables-save's order: base chains by hook, then the others by name. */
@@ -148,11 +130,13 @@ async function readOnce(link: NftLink, family: Family, options: ReadAtOptions): 
     const handles = await link.rules(table, chain, (position, message) => {
       const back = readBackRule(message, family);
       if (options.keep?.(chain, back.comment, back.target) === false) return;
-      const rule = back.spec === undefined ? undefined : ruleOf(table, chain, back.spec);
-      if (rule === undefined)
+      if (back.spec === undefined)
         opaque.push({ table, chain, position, comment: back.comment, target: back.target });
       else {
-        rules.push(rule);
+        // Built as read back, not checked again (`knownRule`). None is marked quoted: the only
+        // value a save quotes that could read as an option or a `!` is a comment, and
+        // `--comment` always takes the one value after it (rule.ts).
+        rules.push(knownRule(table, chain, back.spec, back.comment, back.targetAt));
         positions.push(position);
       }
     });

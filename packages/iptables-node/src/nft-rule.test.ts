@@ -1,4 +1,6 @@
 import { Malformed, formatIPv6, readBackRule } from './nft-rule.js';
+import { knownRule, ruleFromStatement } from './rule.js';
+import { plainRules } from './testing/index.js';
 import {
   be32,
   commentInfo,
@@ -56,6 +58,7 @@ describe('readBackRule', () => {
       ],
       comment: TAG,
       target: 'CNI-0123456789abcdef01234567',
+      targetAt: 6,
     });
   });
 
@@ -166,6 +169,41 @@ describe('readBackRule', () => {
       '-j', 'MARK', '--set-xmark', '0x2000/0x2000',
     ]); // prettier-ignore
     expect(back([expr.verdict(GOTO, 'CNI-ADMIN')]).spec).toEqual(['-g', 'CNI-ADMIN']);
+  });
+
+  it('builds, unchecked, the rule that parsing its arguments gives: comment, target, matches', () => {
+    const dnat = Buffer.alloc(48);
+    dnat.writeUInt32LE(3, 0);
+    ip4('10.88.0.5').copy(dnat, 4);
+    ip4('10.88.0.5').copy(dnat, 20);
+    dnat.writeUInt16BE(80, 36);
+    dnat.writeUInt16BE(80, 38);
+    const shapes: NftExpression[][] = [
+      [
+        expr.payload(NETWORK, 12, 4),
+        expr.cmp(EQ, ip4('10.88.0.5')),
+        expr.match('comment', 0, commentInfo(TAG)),
+        expr.match('comment', 0, commentInfo('-j x')),
+        expr.verdict(JUMP, 'CNI-0123456789abcdef01234567'),
+      ],
+      [expr.match('comment', 0, commentInfo('!')), expr.target('DNAT', 2, dnat)],
+      [expr.target('MARK', 2, Buffer.concat([host(0x2000, 4), host(0x2000, 4)]))],
+      [expr.meta(3), expr.cmp(NEQ, host(1, 4)), expr.verdict(GOTO, 'CNI-ADMIN')],
+      [expr.meta(16), expr.cmp(EQ, Buffer.from([6])), expr.payload(TRANSPORT, 2, 2), expr.cmp(EQ, Buffer.from([0, 1]))],
+    ]; // prettier-ignore
+    for (const exprs of shapes) {
+      const { spec, comment, targetAt } = back(exprs);
+      if (spec === undefined) throw new Error('read back as opaque');
+      const parsed = ruleFromStatement(
+        'nat',
+        'POSTROUTING',
+        { values: spec, quoted: [], line: 1 },
+        0,
+      );
+      expect(plainRules(knownRule('nat', 'POSTROUTING', spec, comment, targetAt))).toEqual(
+        plainRules(parsed),
+      );
+    }
   });
 
   it('puts both ports of a rule in one tcp match, the source first', () => {

@@ -14,7 +14,9 @@ import {
   Opaque,
   bits,
   cString,
+  knownNames,
   listElements,
+  nameOf,
   userComment,
 } from './nft-attributes.js';
 import {
@@ -44,6 +46,8 @@ export interface ReadBackRule {
   readonly comment: string | undefined;
   /** What the rule jumps or goes to (a chain, `ACCEPT`, an xt target's name), if anything. */
   readonly target: string | undefined;
+  /** Where in `spec` its `-j` or `-g` is; undefined when it has none (or is opaque). */
+  readonly targetAt?: number | undefined;
 }
 
 // linux/netfilter/nf_tables.h
@@ -99,13 +103,14 @@ const DATA = new Attributes();
 const NESTED = new Attributes();
 const VERDICT = new Attributes();
 
+const DATA_VALUE_ONLY = 1 << DATA_VALUE;
+const DATA_VERDICT_ONLY = 1 << DATA_VERDICT;
+const VERDICT_ATTRIBUTES = (1 << VERDICT_CODE) | (1 << VERDICT_CHAIN);
+
 /** The value of a data attribute (NFTA_DATA_VALUE inside `type` of `a`), as [start, end). */
 function dataValue(a: Attributes, type: number): { start: number; end: number } {
   if (!a.has(type)) throw OPAQUE;
-  const d = only(
-    NESTED.read(a.buf, a.from[type] as number, a.to[type] as number),
-    bits(DATA_VALUE),
-  );
+  const d = only(NESTED.read(a.buf, a.from[type] as number, a.to[type] as number), DATA_VALUE_ONLY);
   if (!d.has(DATA_VALUE)) throw OPAQUE;
   return { start: d.from[DATA_VALUE] as number, end: d.to[DATA_VALUE] as number };
 }
@@ -138,13 +143,20 @@ class Reading {
 
   spec(): string[] {
     if (this.loaded !== undefined) throw OPAQUE; // a load nothing compared
+    // Word by word: a spread is a call of its own, and a reap reads back thousands of rules in a
+    // process whose code is not compiled yet (docs/iptables.md).
     const spec: string[] = [];
-    if (this.source !== undefined) spec.push(...this.source);
-    if (this.destination !== undefined) spec.push(...this.destination);
-    if (this.protocol !== undefined)
-      spec.push(...(this.protocolNegated ? ['!'] : []), '-p', this.protocol);
-    for (const m of this.matches) spec.push(...m);
-    if (this.target !== undefined) spec.push(...this.target);
+    const add = (words: readonly string[] | undefined) => {
+      if (words !== undefined) for (let i = 0; i < words.length; i++) spec.push(words[i] as string);
+    };
+    add(this.source);
+    add(this.destination);
+    if (this.protocol !== undefined) {
+      if (this.protocolNegated) spec.push('!');
+      spec.push('-p', this.protocol);
+    }
+    for (const m of this.matches) add(m);
+    add(this.target);
     return spec;
   }
 }
@@ -189,7 +201,13 @@ function bitwise(r: Reading, a: Attributes) {
 }
 
 /** `-s`/`-d` from a network-header load compared with an address. */
-function address(r: Reading, loaded: Loaded, negated: boolean, value: Buffer) {
+function address(
+  r: Reading,
+  loaded: Loaded,
+  negated: boolean,
+  buf: Buffer,
+  value: { start: number; end: number },
+) {
   const h = HEADER[r.family];
   const which =
     loaded.offset === h.source
@@ -198,15 +216,23 @@ function address(r: Reading, loaded: Loaded, negated: boolean, value: Buffer) {
         ? 'destination'
         : undefined;
   const length = loaded.length as number;
-  if (which === undefined || length > h.length || value.length !== length || r[which] !== undefined)
+  const { start, end } = value;
+  if (which === undefined || length > h.length || end - start !== length || r[which] !== undefined)
     throw OPAQUE;
   const mask = loaded.mask;
   const prefix = mask === undefined ? length * 8 : prefixOf(mask);
   if (prefix === undefined || (mask !== undefined && mask.length !== length)) throw OPAQUE;
-  const full = Buffer.alloc(h.length);
-  value.copy(full);
-  const host = r.family === 'ipv4' ? formatIPv4(full) : formatIPv6(full);
-  r[which] = [...(negated ? ['!'] : []), which === 'source' ? '-s' : '-d', `${host}/${prefix}`];
+  let host: string;
+  // A whole IPv4 address is printed from the message: no buffer of its own.
+  if (r.family === 'ipv4' && length === 4) host = formatIPv4(buf, start);
+  else {
+    // The bytes past a masked load's length are zero.
+    const full = Buffer.alloc(h.length);
+    buf.copy(full, 0, start, end);
+    host = r.family === 'ipv4' ? formatIPv4(full) : formatIPv6(full);
+  }
+  const flag = which === 'source' ? '-s' : '-d';
+  r[which] = negated ? ['!', flag, `${host}/${prefix}`] : [flag, `${host}/${prefix}`];
 }
 
 /** `-m tcp|udp [!] --sport|--dport N` from a transport-header load compared with a port. */
@@ -246,11 +272,11 @@ function cmp(r: Reading, a: Attributes) {
   if (op !== CMP_EQ && op !== CMP_NEQ) throw OPAQUE;
   const negated = op === CMP_NEQ;
   const at = dataValue(a, 3);
-  const value = a.buf.subarray(at.start, at.end);
   if (loaded.base === PAYLOAD_NETWORK) {
-    address(r, loaded, negated, value);
+    address(r, loaded, negated, a.buf, at);
     return;
   }
+  const value = a.buf.subarray(at.start, at.end);
   if (loaded.base === PAYLOAD_TRANSPORT) {
     port(r, loaded, negated, value);
     return;
@@ -282,7 +308,7 @@ function cmp(r: Reading, a: Attributes) {
 /** An xt match's or target's name and revision; its info is `a`'s attribute 3. */
 function xt(a: Attributes): { name: string; revision: number } {
   only(a, XT_ATTRIBUTES);
-  const name = a.text(1);
+  const name = nameOf(a, 1, XT_NAMES);
   const revision = a.u32(2);
   if (name === undefined || revision === undefined || !a.has(3)) throw OPAQUE;
   return { name, revision };
@@ -320,10 +346,10 @@ function target(r: Reading, a: Attributes) {
 function immediate(r: Reading, a: Attributes) {
   only(a, IMMEDIATE_ATTRIBUTES);
   if (a.u32(1) !== 0 || !a.has(2)) throw OPAQUE; // not the verdict register
-  const data = only(NESTED.read(a.buf, a.from[2] as number, a.to[2] as number), bits(DATA_VERDICT));
+  const data = only(NESTED.read(a.buf, a.from[2] as number, a.to[2] as number), DATA_VERDICT_ONLY);
   if (!data.has(DATA_VERDICT)) throw OPAQUE;
   const v = VERDICT.read(a.buf, data.from[DATA_VERDICT] as number, data.to[DATA_VERDICT] as number);
-  only(v, bits(VERDICT_CODE, VERDICT_CHAIN));
+  only(v, VERDICT_ATTRIBUTES);
   if (v.length(VERDICT_CODE) !== 4) throw OPAQUE;
   const n = a.buf.readInt32BE(v.from[VERDICT_CODE]);
   const name = n === NFT_JUMP || n === NFT_GOTO ? v.text(VERDICT_CHAIN) : VERDICTS.get(n);
@@ -333,41 +359,16 @@ function immediate(r: Reading, a: Attributes) {
   r.target = [n === NFT_GOTO ? '-g' : '-j', name];
 }
 
-/** The expression names read here, by their first byte (one compare instead of a string each). */
-const EXPRESSION_NAMES = new Map<number, { name: string; bytes: Buffer }[]>();
-for (const name of [
-  'payload',
-  'meta',
-  'bitwise',
-  'cmp',
-  'match',
-  'immediate',
-  'target',
-  'counter',
-]) {
-  const list = EXPRESSION_NAMES.get(name.charCodeAt(0)) ?? [];
-  list.push({ name, bytes: Buffer.from(`${name}\0`) });
-  EXPRESSION_NAMES.set(name.charCodeAt(0), list);
-}
-
-/** An expression's name: one of `EXPRESSION_NAMES`, else read as text. */
-function expressionName(a: Attributes): string | undefined {
-  if (!a.has(EXPR_NAME)) return undefined;
-  const start = a.from[EXPR_NAME] as number;
-  const end = a.to[EXPR_NAME] as number;
-  for (const known of EXPRESSION_NAMES.get(a.buf[start] as number) ?? []) {
-    if (end - start !== known.bytes.length) continue;
-    let same = true;
-    for (let i = 1; same && i < known.bytes.length; i++) same = a.buf[start + i] === known.bytes[i];
-    if (same) return known.name;
-  }
-  return a.text(EXPR_NAME);
-}
+/** The expression names and the xt matches' and targets' names read here. */
+const EXPRESSION_NAMES = knownNames(
+  'payload meta bitwise cmp match immediate target counter'.split(' '),
+);
+const XT_NAMES = knownNames('comment multiport conntrack addrtype MASQUERADE MARK DNAT'.split(' '));
 
 /** Reads expression `i` of `exprs` into `EXPR` and its data into `DATA`; resolves its name. */
 function expressionAt(buf: Buffer, exprs: readonly number[], i: number): string | undefined {
   EXPR.read(buf, exprs[i] as number, exprs[i + 1] as number);
-  const name = expressionName(EXPR);
+  const name = nameOf(EXPR, EXPR_NAME, EXPRESSION_NAMES);
   if (EXPR.has(EXPR_DATA))
     DATA.read(buf, EXPR.from[EXPR_DATA] as number, EXPR.to[EXPR_DATA] as number);
   else DATA.read(buf, 0, 0);
@@ -431,7 +432,9 @@ export function readBackRule(body: Buffer, family: Family): ReadBackRule {
       else if (name === 'target') target(r, DATA);
       else throw OPAQUE;
     }
-    return { handle, spec: r.spec(), comment: r.comment, target: r.targetName };
+    const spec = r.spec();
+    const targetAt = r.target === undefined ? undefined : spec.length - r.target.length;
+    return { handle, spec, comment: r.comment, target: r.targetName, targetAt };
   } catch (error) {
     if (!(error instanceof Opaque)) throw error;
     glance(r, body, exprs, i);

@@ -19,9 +19,9 @@ export const hostU16 = (b: Buffer, at: number) =>
 export const hostU32 = (b: Buffer, at: number) =>
   LITTLE_ENDIAN ? b.readUInt32LE(at) : b.readUInt32BE(at);
 
-/** An IPv4 address's four bytes as dotted text. */
-export function formatIPv4(bytes: Buffer): string {
-  return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
+/** An IPv4 address's four bytes (from `at`) as dotted text. */
+export function formatIPv4(bytes: Buffer, at = 0): string {
+  return `${bytes[at]}.${bytes[at + 1]}.${bytes[at + 2]}.${bytes[at + 3]}`;
 }
 
 /** As glibc's inet_ntop prints it (iptables uses it): RFC 5952, and IPv4-mapped/compatible. */

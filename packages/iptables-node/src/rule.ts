@@ -191,14 +191,19 @@ class ReadRule implements Rule {
   readonly #quoted: readonly boolean[];
   #matches: readonly RuleMatch[] | undefined;
 
-  constructor(table: Table, chain: string, statement: Statement, start: number) {
-    const { comment, target } = readRule(statement, start, statement.line, false);
+  constructor(
+    table: Table,
+    chain: string,
+    spec: readonly string[],
+    quoted: readonly boolean[],
+    read: Pick<Rule, 'comment' | 'target'>,
+  ) {
     this.table = table;
     this.chain = chain;
-    this.spec = statement.values.slice(start);
-    this.comment = comment;
-    this.target = target;
-    this.#quoted = statement.quoted.length > start ? statement.quoted.slice(start) : NONE;
+    this.spec = spec;
+    this.comment = read.comment;
+    this.target = read.target;
+    this.#quoted = quoted;
   }
 
   get matches(): readonly RuleMatch[] {
@@ -219,5 +224,30 @@ export function ruleFromStatement(
   statement: Statement,
   start: number,
 ): Rule {
-  return new ReadRule(table, chain, statement, start);
+  const read = readRule(statement, start, statement.line, false);
+  const quoted = statement.quoted.length > start ? statement.quoted.slice(start) : NONE;
+  return new ReadRule(table, chain, statement.values.slice(start), quoted, read);
+}
+
+/**
+ * Builds a `Rule` from arguments this package wrote itself as iptables-save prints them (the
+ * read-back of nft-rule.ts), without `ruleFromStatement`'s check: `comment` is their first
+ * comment match's and the target starts at `targetAt` (undefined: none). None is quoted (see
+ * nft-read.ts). A reap reads thousands; the check was a third of their reading in a cold process.
+ */
+export function knownRule(
+  table: Table,
+  chain: string,
+  spec: readonly string[],
+  comment: string | undefined,
+  targetAt: number | undefined,
+): Rule {
+  let target: RuleTarget | undefined;
+  if (targetAt !== undefined) {
+    const args = { values: spec, quoted: NONE };
+    const { options } = readOptions(args, targetAt + 2, READ_TARGET, 0);
+    const flag = spec[targetAt] as string;
+    target = { name: spec[targetAt + 1] as string, goto: GOTO_FLAGS.has(flag), options };
+  }
+  return new ReadRule(table, chain, spec, NONE, { comment, target });
 }
