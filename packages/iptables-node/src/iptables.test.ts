@@ -772,6 +772,31 @@ describe('saveAt and removeAt: removal by rule handle over a fake nf_tables link
     ]);
   });
 
+  it('readAt reads while it asks iptables for the backend, and drops a read that is not nf_tables’, failed or not', async () => {
+    const fake = fakeLink();
+    const exec = createRecordingExec().reply(ok('iptables v1.8.9 (nf_tables)\n'));
+    const ipt = createIptables({ exec, nft: () => fake.link });
+    const read = await ipt.readAt?.();
+    expect(read?.generation).toBe(41);
+    expect(exec.calls.map((c) => c.argv)).toEqual([['iptables', '--version']]);
+    expect(fake.calls).toEqual(['close']);
+
+    const failing: NftLink = { ...fake.link, chains: () => Promise.reject(new Error('EPERM')) };
+    const legacy = (link: NftLink) =>
+      createIptables({
+        exec: createRecordingExec().reply(ok('iptables v1.8.9 (legacy)\n')),
+        nft: () => link,
+      });
+    await expect(legacy(fake.link).readAt?.()).resolves.toBeUndefined();
+    await expect(legacy(failing).readAt?.()).resolves.toBeUndefined();
+    // Under nf_tables a failed read fails (the caller reads with iptables-save).
+    const nf = createIptables({
+      exec: createRecordingExec().reply(ok('iptables v1.8.9 (nf_tables)\n')),
+      nft: () => failing,
+    });
+    await expect(nf.readAt?.()).rejects.toThrow('EPERM');
+  });
+
   it('searches chains for needles over one link, says which chain is not there, and gives nothing without a link', async () => {
     const fake = fakeLink();
     const link: NftLink = {

@@ -118,10 +118,11 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
       if (found === true || (found === false && (await isNfTables()))) return found;
       return listing.chainExists(table, chain, call);
     },
-    // Under nf_tables only: iptables-legacy's rules are not in what netlink reads.
+    // Under nf_tables only: iptables-legacy's rules are not in what netlink reads. iptables is
+    // asked while the read runs (its exec waits on another process, not on this one), and a read
+    // under another backend is dropped, failed or not.
     async readAt(read, call) {
-      if (call?.signal?.aborted === true || nft === false || !(await isNfTables()))
-        return undefined;
+      if (call?.signal?.aborted === true || nft === false) return undefined;
       let link: NftLink;
       try {
         link = nft(family, netns);
@@ -133,7 +134,14 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
         return undefined;
       }
       try {
-        return await readAt(link, family, read ?? {}, logger);
+        const underNfTables = isNfTables();
+        const reading = readAt(link, family, read ?? {}, logger);
+        reading.catch(() => undefined); // handled: awaited below, or dropped
+        if (!(await underNfTables)) {
+          await reading.catch(() => undefined);
+          return undefined;
+        }
+        return await reading;
       } finally {
         link.close();
       }
