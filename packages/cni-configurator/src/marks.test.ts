@@ -4,9 +4,12 @@ import {
   chainsOf,
   firewallSpecs,
   hasSpec,
+  isAllocChain,
   linesFirewallAbout,
   linesNotAbout,
+  matchOption,
   parseTag,
+  sourceOf,
   specKey,
   tagOf,
 } from './marks.js';
@@ -111,5 +114,50 @@ describe('specKey and hasSpec', () => {
     expect(hasSpec(rules, firewallSpecs('fd00:0::2', 'ipv6')[1] ?? [])).toBe(true);
     expect(hasSpec(rules, firewallSpecs('fd00:0::2', 'ipv6')[0] ?? [])).toBe(false);
     expect(hasSpec([], firewallSpecs('172.26.64.2', 'ipv4')[1] ?? [])).toBe(false);
+  });
+});
+
+describe('sourceOf', () => {
+  it('gives what matchOption gives for -s, without reading the matches', () => {
+    const lines = [
+      '-A POSTROUTING -s 10.88.0.5/32 -m comment --comment "name: \\"n\\" id: \\"a\\"" -j CNI-0123456789abcdef01234567',
+      '-A POSTROUTING ! -s 10.88.0.0/16 -j MASQUERADE',
+      '-A POSTROUTING -d 10.88.0.5/32 -j ACCEPT',
+      '-A POSTROUTING -m comment --comment "-s" -j ACCEPT',
+      '-A POSTROUTING -s fd00::5/128 -d fd00::6/128 -p tcp -m tcp --dport 80 -j ACCEPT',
+      '-A POSTROUTING -j RETURN',
+    ];
+    const [nat] = parseIptablesSave(
+      `*nat\n:POSTROUTING ACCEPT [0:0]\n${lines.join('\n')}\nCOMMIT\n`,
+    );
+    const rules = nat?.rules ?? [];
+    expect(rules).toHaveLength(lines.length);
+    expect(rules.map(sourceOf)).toEqual(rules.map((r) => matchOption(r, '-s')));
+    expect(rules.map(sourceOf)).toEqual([
+      '10.88.0.5/32',
+      '10.88.0.0/16',
+      undefined,
+      undefined,
+      'fd00::5/128',
+      undefined,
+    ]);
+  });
+});
+
+describe('isAllocChain', () => {
+  it('is true of the chains the plugins name after an allocation, and of nothing else', () => {
+    const { masq, dnat } = allocChains('nomad', 'a1');
+    expect([masq, dnat].map(isAllocChain)).toEqual([true, true]);
+    const others = [
+      'POSTROUTING',
+      'CNI-FORWARD',
+      'CNI-HOSTPORT-DNAT',
+      `${masq}0`,
+      masq.slice(0, -1),
+      masq.toUpperCase(),
+      dnat.replace('CNI-DN-', 'CNI-XX-'),
+      `CNI-DN-${'g'.repeat(21)}`,
+    ];
+    expect(others.map(isAllocChain)).toEqual(others.map(() => false));
   });
 });

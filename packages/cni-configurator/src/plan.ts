@@ -159,14 +159,20 @@ export function planOwnedBy(plan: Plan, owners: ReadonlySet<string | undefined>)
   };
 }
 
-/** The plan as a report. */
+/**
+ * The plan as a report. Each rule's line is written when first read (an own, enumerable getter:
+ * JSON and the agent's answer have it): a reap's report of thousands of rules is mostly counted,
+ * and writing every line was a tenth of a cold `leaks --reap --local` of 1,000 leaks.
+ */
 export function describePlan(plan: Plan): HostState {
   return {
     rules: plan.rules.map(({ family, rule }): FoundRule => ({
       family,
       table: rule.table,
       chain: rule.chain,
-      line: `-A ${rule.chain} ${formatArgs(rule.spec)}`,
+      get line() {
+        return `-A ${rule.chain} ${formatArgs(rule.spec)}`;
+      },
     })),
     chains: plan.chains.map((c): FoundChain => ({
       family: c.family,

@@ -21,7 +21,7 @@ import {
   firewallAddress,
   firewallSpecs,
   isAllocChain,
-  matchOption,
+  sourceOf,
   specKey,
   tagOf,
 } from './marks.js';
@@ -226,7 +226,7 @@ function* tableRules(
     if (doomed.has(rule.chain)) continue;
     const tag = tagOf(rule);
     if (p.wanted(tag) && rule.chain === 'POSTROUTING')
-      note(matchOption(rule, '-s')?.split('/')[0], tag.allocId);
+      note(sourceOf(rule)?.split('/')[0], tag.allocId);
     const target = rule.target?.name;
     if (p.wanted(tag)) push(rule, tag.allocId);
     else if (target !== undefined && doomed.has(target)) push(rule, doomed.get(target));

@@ -33,7 +33,7 @@ import type {
 import { messageOf } from './errors.js';
 import type { NetworkFacts } from './facts.js';
 import { listReservations, readReservation, removeReservation } from './ipam.js';
-import { isAllocChain, matchOption, parseTag, tagOf } from './marks.js';
+import { isAllocChain, parseTag, sourceOf, tagOf } from './marks.js';
 import type { LeaveOut, Tag } from './marks.js';
 import { describePlan, isEmpty, joinPlans, stepAt } from './plan.js';
 import type { CacheFile, Generations, Plan, PlannedChain, PlannedRule } from './plan.js';
@@ -104,10 +104,12 @@ function* chainsToRead(
       const tag = tagOf(r);
       if (tag === undefined) continue;
       const target = r.target?.name;
-      if (target !== undefined && isAllocChain(target))
-        jumpedBy.set(target, [...(jumpedBy.get(target) ?? []), tag]);
-      if (r.chain === 'POSTROUTING' && matchOption(r, '-s') !== undefined)
-        masqueraded.add(tagKey(tag));
+      if (target !== undefined && isAllocChain(target)) {
+        const tags = jumpedBy.get(target);
+        if (tags === undefined) jumpedBy.set(target, [tag]);
+        else tags.push(tag);
+      }
+      if (r.chain === 'POSTROUTING' && sourceOf(r) !== undefined) masqueraded.add(tagKey(tag));
     }
     for (const { name } of t.chains) {
       if (stepAt(n++)) yield;
