@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { bindLibc, loadKoffiLibc } from './bind.js';
 
 describe('bindLibc', () => {
@@ -14,5 +15,22 @@ describe('bindLibc', () => {
 
   it('loads koffi and libc once for every binding', () => {
     expect(loadKoffiLibc()).toBe(loadKoffiLibc());
+  });
+
+  it('loads koffi’s native module without the Node modules koffi’s entry loads for downloads', () => {
+    // A fresh process over the built package (tools/setup.sh builds the workspace before tests).
+    const dist = new URL('../dist/index.js', import.meta.url).href;
+    const script = `import(${JSON.stringify(dist)}).then((m) => {
+      const { koffi } = m.loadKoffiLibc();
+      const loaded = (name) => process.moduleLoadList.includes('NativeModule ' + name);
+      console.log(JSON.stringify({ https: loaded('https'), zlib: loaded('zlib'), load: typeof koffi.load, errno: typeof koffi.errno }));
+    });`;
+    const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({
+      https: false,
+      zlib: false,
+      load: 'function',
+      errno: 'function',
+    });
   });
 });

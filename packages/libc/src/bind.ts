@@ -6,12 +6,31 @@ import type * as Koffi from 'koffi';
 
 let loaded: { readonly koffi: typeof Koffi; readonly lib: Koffi.IKoffiLib } | undefined;
 
+/**
+ * koffi's native module itself where koffi 2 puts this platform's build (and of koffi's own
+ * version); else koffi's entry, which finds it wherever it is (musl, ARM's float ABIs). The entry
+ * also loads Node's https, zlib and crypto for koffi's download tooling: about 11 ms of every
+ * command's start that binds libc (docs/spawn.md), for nothing these bindings use (`load`,
+ * `errno`, a library's `func` are the native module's own).
+ */
+function requireKoffi(require: NodeJS.Require): typeof Koffi {
+  try {
+    const native = require(
+      `koffi/build/koffi/${process.platform}_${process.arch}/koffi.node`,
+    ) as typeof Koffi & { readonly version?: unknown };
+    const { version } = require('koffi/package.json') as { readonly version?: unknown };
+    if (native.version === version) return native;
+  } catch {
+    // Not there, or not loadable here: the entry looks further.
+  }
+  return require('koffi') as typeof Koffi;
+}
+
 /** koffi and its handle on glibc, loaded on the first call; throws where either is missing. */
 export function loadKoffiLibc(): { readonly koffi: typeof Koffi; readonly lib: Koffi.IKoffiLib } {
   if (loaded === undefined) {
     // koffi is CommonJS; `require` keeps loading it (and dlopen-ing libc) out of import time.
-    const require = createRequire(import.meta.url);
-    const koffi = require('koffi') as typeof Koffi;
+    const koffi = requireKoffi(createRequire(import.meta.url));
     loaded = { koffi, lib: koffi.load('libc.so.6') };
   }
   return loaded;
