@@ -168,14 +168,19 @@ async function readOnce(link: NftLink, family: Family, options: ReadAtOptions): 
   for (const [table, chains] of byTable)
     for (const c of chains)
       if (!absent.has(c) && options.skip?.(table, c.name) !== true) await readChain(table, c.name);
-  const more = (await options.more?.(tables())) ?? [];
+  const firstPass = tables();
+  const more = (await options.more?.(firstPass)) ?? [];
   if (more.length > MORE_MAX)
     return { giveUp: `${more.length} chains asked for after the first pass (at most ${MORE_MAX})` };
+  let readMore = false;
   for (const c of more)
-    if (!read.has(`${c.table} ${c.chain}`) && there.has(`${c.table} ${c.chain}`))
+    if (!read.has(`${c.table} ${c.chain}`) && there.has(`${c.table} ${c.chain}`)) {
       await readChain(c.table, c.chain);
+      readMore = true;
+    }
   if ((await link.generation()) !== generation) return 'changed';
-  return { tables: tables(), generation, lists, opaque };
+  // Assembled again only when `more` added chains.
+  return { tables: readMore ? tables() : firstPass, generation, lists, opaque };
 }
 
 /**
