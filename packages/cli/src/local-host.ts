@@ -31,8 +31,8 @@ export async function localConfigurator(
 ): Promise<CniConfigurator> {
   const netns = hostNetnsOf(options.hostNetns)?.path;
   const pluginDirs = pluginDirsOf(options.pluginDir, io);
-  // This process answers nothing else while it reads and removes: its netlink waits need no
-  // worker thread (openNftLink's `onCallingThread`).
+  // This process answers nothing else while it reads and removes: its netlink requests need no
+  // worker thread (openNftLink's `requestsOnCallingThread`; a commit's batch still goes to one).
   const nft: OpenNft = (family, at) => openNftLink(family, at, { requestsOnCallingThread: true });
   return createCniConfigurator({
     runtime: createCniRuntime({ pluginDirs, cacheDir: options.cacheDir }),

@@ -162,7 +162,8 @@ export function matchOption(rule: Rule, option: string): string | undefined {
 /**
  * A rule's `-s` value, as `matchOption(rule, '-s')` gives it, read from where iptables prints it
  * (first, before any other match, after its `!`) without reading the rule's matches: a leak scan
- * asks it of every masquerade jump, and reading their matches was a third of the scan's look.
+ * asks it of every masquerade jump, and reading their matches was a third of choosing the chains
+ * to read after its first pass (`chainsToRead`, sweep.ts).
  */
 export function sourceOf(rule: Rule): string | undefined {
   const s = rule.spec;

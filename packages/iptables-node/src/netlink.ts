@@ -2,11 +2,11 @@
 // namespace, sending one buffer of messages and reading the answers. The same socket speaks
 // NETLINK_ROUTE for the configurator's native CHECK (links, addresses and routes of a namespace). The socket is made in the
 // calling thread (setns there and back: microseconds); every send and receive runs on a worker
-// thread (koffi's `.async`) unless the socket is made to run on the calling thread (`SocketKind`),
-// because the kernel does its work in them: a send of a removal batch
+// thread (koffi's `.async`), because the kernel does its work in them: a send of a removal batch
 // is the whole nf_tables transaction (tens of milliseconds for thousands of rules), a receive of
 // a dump builds the messages it returns. The event loop goes on meanwhile (issue 28). A receive
-// waits at most RECEIVE_TIMEOUT_S, so an answer that never comes cannot hang the call.
+// waits at most RECEIVE_TIMEOUT_S, so an answer that never comes cannot hang the call. A socket
+// may be made to run its calls, or its requests alone, on the calling thread (`SocketKind`).
 //
 // errno is per thread, and koffi reads it in the thread that made the call: after a call on a
 // worker thread it is not known here (docs/iptables.md), and a failed send or receive says so.
@@ -169,10 +169,10 @@ function openSocket(c: Libc, netns: string | undefined, kind: SocketKind): numbe
 /**
  * Which netlink family a socket speaks, the name its errors start with, and whether its sends
  * and receives run on the calling thread: for small answers the kernel builds in microseconds (a
- * worker thread's round trip would cost more than the call), and in a process with nothing else
- * to answer (the CLI), where the event loop may wait out a dump or a transaction. Such a receive
- * never waits for an answer: one with nothing queued fails (errno 11, EAGAIN); the kernel queues
- * a request's answer, and the next part of a dump, before the send or the receive returns.
+ * worker thread's round trip would cost more than the call), or, requests alone, in a process with
+ * nothing else to answer (the CLI), where the event loop may wait out a dump. Such a receive never
+ * waits for an answer: one with nothing queued fails (errno 11, EAGAIN); the kernel queues a
+ * request's answer, and the next part of a dump, before the send or the receive returns.
  */
 export interface SocketKind {
   readonly protocol: number;
