@@ -3,6 +3,7 @@
 // tested with made-up messages. Layouts are Linux's uapi (linux/rtnetlink.h, if_link.h,
 // if_addr.h); numbers are in the host's byte order (little-endian on every machine this runs on).
 import ipaddr from 'ipaddr.js';
+import { netlinkAttributes } from '@allocnet/iptables-node';
 
 export const RTM_NEWLINK = 16;
 export const RTM_GETLINK = 18;
@@ -25,8 +26,6 @@ const IFA_ADDRESS = 1;
 const IFA_LOCAL = 2;
 const RTA_DST = 1;
 const RTA_GATEWAY = 5;
-/** The bits of an attribute's type that are its type (the others say nested / byte order). */
-const NLA_TYPE_MASK = 0x3fff;
 
 export const IFF_UP = 0x1;
 export const IFF_PROMISC = 0x100;
@@ -114,16 +113,10 @@ export function dumpRequest(type: number, seq: number, flags: number): Buffer {
   return request(type, flags, seq, body);
 }
 
-/** Each attribute of `buf` from `at` on: type (without the flag bits) and value. */
+/** Each attribute of `buf` from `at` on, the first of each type: its value by type. */
 function attributes(buf: Buffer, at: number): Map<number, Buffer> {
   const found = new Map<number, Buffer>();
-  while (at + 4 <= buf.length) {
-    const len = buf.readUInt16LE(at);
-    if (len < 4 || at + len > buf.length) break;
-    const type = buf.readUInt16LE(at + 2) & NLA_TYPE_MASK;
-    if (!found.has(type)) found.set(type, buf.subarray(at + 4, at + len));
-    at += (len + 3) & ~3;
-  }
+  for (const a of netlinkAttributes(buf, at)) if (!found.has(a.type)) found.set(a.type, a.value);
   return found;
 }
 

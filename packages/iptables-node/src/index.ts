@@ -25,9 +25,10 @@ export {
   NLM_F_ACK,
   NLM_F_DUMP,
   NLM_F_REQUEST,
+  netlinkAttributes,
   openNetlinkSocket,
 } from './netlink.js';
-export type { NetlinkSocket, SocketKind } from './netlink.js';
+export type { NetlinkAttribute, NetlinkSocket, SocketKind } from './netlink.js';
 export { deleteConntrackByDestinationPort } from './conntrack.js';
 export type { ChainMessage, NftLink, NftLinkOptions, NftOp } from './nft.js';
 export type { OpenNft } from './handles.js';
