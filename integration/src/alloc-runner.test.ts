@@ -72,6 +72,37 @@ describe('the runner on the real plugins', () => {
     expect(runner.list()).toEqual([]);
   });
 
+  it('leaves an IPv4-only interface without IPv6, in a namespace it made or a task driver’s', async () => {
+    const { runner } = await host.runner();
+    /** disable_ipv6 of `what` (an interface, or `default`), and whether `dev` has an IPv6 address. */
+    const ipv6 = async (netns: string, what: string, dev = what) => {
+      const sysctl = `net.ipv6.conf.${what}.disable_ipv6`;
+      const r = await execa('nsenter', [`--net=${netns}`, '--', 'sysctl', '-n', sysctl]);
+      const shown = await execa('nsenter', [`--net=${netns}`, '--', 'ip', '-6', '-o', 'addr', 'show', 'dev', dev]); // prettier-ignore
+      return { disabled: r.stdout.trim(), addressed: shown.stdout.includes('inet6') };
+    };
+    const own = allocSpec();
+    const status = await runner.setup(own);
+    const made = `/run/netns/${host.netnsPrefix}${own.allocId}`;
+    expect(await ipv6(made, 'eth0')).toEqual({ disabled: '1', addressed: false });
+    // Made so by the namespace's default during the ADD, back on for later interfaces; lo keeps ::1.
+    expect(await ipv6(made, 'default', 'lo')).toEqual({ disabled: '0', addressed: true });
+    expect(await pings(host.node, status.address)).toBe(true);
+    expect(await runner.check(own.allocId)).toMatchObject({ ran: true });
+
+    // A task driver's namespace: its default untouched, the interface turned off after the ADD.
+    const given = await host.lab.container('given');
+    const driver = allocSpec({ netnsPath: given.path });
+    const driven = await runner.setup(driver);
+    expect(await ipv6(given.path, 'eth0')).toEqual({ disabled: '1', addressed: false });
+    expect(await ipv6(given.path, 'default', 'eth0')).toMatchObject({ disabled: '0' });
+    expect(await pings(host.node, driven.address)).toBe(true);
+
+    await runner.teardown(driver.allocId);
+    await runner.teardown(own.allocId);
+    expect(await host.reservations()).toEqual({});
+  });
+
   it('restores 200 allocations after a restart with the same addresses and CHECK passing, then tears all down to the baseline', async () => {
     const baseline = await warmBaseline();
     const specs = Array.from({ length: 200 }, (_, i) =>

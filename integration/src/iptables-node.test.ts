@@ -562,6 +562,58 @@ describe('removal by rule handle (nf_tables, nft.ts)', () => {
     ]);
   });
 
+  it('searchRules reads a chain again only after a change that is not a write of its own', async () => {
+    let dumps = 0;
+    const ipt = createIptables({
+      netns: node.path,
+      nft: (family, netns) => {
+        const link = openNftLink(family, netns);
+        const rules: typeof link.rules = (...args) => {
+          dumps++;
+          return link.rules(...args);
+        };
+        return {
+          ...link,
+          rules,
+          generation: () => link.generation(),
+          chainExists: (table, chain) => link.chainExists(table, chain),
+          close: () => {
+            link.close();
+          },
+        };
+      },
+    });
+    const bytes = (ip: string) => Buffer.from(ip.split('.').map(Number));
+    const needleOf = (spec: readonly string[]) => bytes((spec[1] ?? '').split('/')[0] ?? '');
+    await ipt.restore(
+      createBatch()
+        .declareChain('filter', 'CNI-FORWARD')
+        .append('filter', 'CNI-FORWARD', ['-s', '10.0.0.2/32', '-j', 'ACCEPT']),
+    );
+    const search = [
+      { table: 'filter' as const, chain: 'CNI-FORWARD', needles: [bytes('10.0.0.2'), bytes('10.0.0.7')] },
+    ]; // prettier-ignore
+    expect(await ipt.searchRules?.(search)).toEqual([{ exists: true, found: [true, false] }]);
+    expect(dumps).toBe(1);
+
+    // A write over two tables: iptables-restore commits each, and nothing else ran.
+    const batch = createBatch()
+      .append('filter', 'CNI-FORWARD', ['-s', '10.0.0.7/32', '-j', 'ACCEPT'])
+      .append('nat', 'POSTROUTING', ['-s', '10.0.0.7/32', '-j', 'ACCEPT']);
+    await ipt.writeKeepingSearches?.(batch, needleOf, () => ipt.restore(batch, { perTable: true }));
+    expect(await ipt.searchRules?.(search)).toEqual([{ exists: true, found: [true, true] }]);
+    expect(dumps).toBe(1);
+    // What a fresh reader finds.
+    expect(await createIptables({ netns: node.path }).searchRules?.(search)).toEqual([
+      { exists: true, found: [true, true] },
+    ]);
+
+    // Someone else's change: read again.
+    await node.exec(['iptables', '-D', 'CNI-FORWARD', '-s', '10.0.0.7/32', '-j', 'ACCEPT']);
+    expect(await ipt.searchRules?.(search)).toEqual([{ exists: true, found: [true, false] }]);
+    expect(dumps).toBe(2);
+  });
+
   it('removeJumped removes the jumps to a chain and the chain in one transaction, and leaves a chain no jump leads to and its neighbours alone', async () => {
     const ipt = createIptables({ netns: node.path });
     await addMasquerade(ipt, '172.26.64.2', ID);

@@ -186,7 +186,10 @@ async function addAttachment(
     await ctx.store.put(withExtra(ctx, rec, [...extra, entry]));
     recorded = true;
     ctx.crash('setup:after-attachment-intent');
-    const added = await ctx.networking.setup(entry.spec, rec.netnsPath, callOf(signal));
+    const added = await ctx.networking.setup(entry.spec, rec.netnsPath, {
+      ...callOf(signal),
+      ownNamespace: rec.netnsCreated,
+    });
     entry = { ...entry, ...added };
     ctx.crash('setup:after-attachment-add');
     const next = withExtra(ctx, rec, [...extra, { ...entry, phase: 'ready' }]);

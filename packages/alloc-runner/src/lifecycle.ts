@@ -97,8 +97,20 @@ export async function undoRecord(
   ];
 }
 
-const setupOptions = (signal: AbortSignal | undefined, plan: AttachmentPlan) =>
-  plan.reclaim === undefined ? callOf(signal) : { ...callOf(signal), reclaim: plan.reclaim };
+/**
+ * A configurator setup's options: the signal, a reclaim's addresses, and whether the namespace
+ * is the runner's own (`ownNamespace`: an IPv4-only network's interface is then made without
+ * IPv6).
+ */
+const setupOptions = (
+  signal: AbortSignal | undefined,
+  plan: AttachmentPlan,
+  ownNamespace: boolean,
+) => ({
+  ...callOf(signal),
+  ...(plan.reclaim === undefined ? {} : { reclaim: plan.reclaim }),
+  ownNamespace,
+});
 
 /**
  * Sets the allocation up from nothing: its host ports claimed (`admit`), the intent record
@@ -158,7 +170,7 @@ export async function freshSetup(
     const outcome = await ctx.networking.setup(
       (first as AttachmentPlan).spec,
       netnsPath,
-      setupOptions(signal, first as AttachmentPlan),
+      setupOptions(signal, first as AttachmentPlan, base.netnsCreated),
     );
     attachment = outcome.attachment;
     ctx.crash('setup:after-add');
@@ -170,7 +182,7 @@ export async function freshSetup(
       const added: SetupOutcome = await ctx.networking.setup(
         next.spec,
         netnsPath,
-        setupOptions(signal, next),
+        setupOptions(signal, next, base.netnsCreated),
       );
       extras[i] = { ...(extras[i] as ExtraAttachment), phase: 'ready', ...added };
       ctx.crash('setup:after-attachment-add');

@@ -331,10 +331,12 @@ describe('restore of several attachments', () => {
       ['net1', true],
       ['eth0', true],
     ]);
-    expect(host.configurator.callsOf('setup').map((c) => [c.spec?.ifName, c.reclaim])).toEqual([
-      ['eth0', addresses[0]],
-      ['net1', addresses[1]],
-      ['net2', addresses[2]],
+    expect(
+      host.configurator.callsOf('setup').map((c) => [c.spec?.ifName, c.reclaim, c.ownNamespace]),
+    ).toEqual([
+      ['eth0', addresses[0], true],
+      ['net1', addresses[1], true],
+      ['net2', addresses[2], true],
     ]);
     const after = again.runner.get(A) as AllocRecord;
     expect(attachmentsOf(after).map((v) => [v.ifName, v.phase, v.attachment?.addresses])).toEqual([
@@ -455,8 +457,8 @@ describe('attach and detach', () => {
     expect(
       h.configurator
         .callsOf('setup')
-        .map((c) => [c.spec?.network, c.spec?.ifName, c.spec?.defaultRoute]),
-    ).toEqual([['storage', 'net1', false]]);
+        .map((c) => [c.spec?.network, c.spec?.ifName, c.spec?.defaultRoute, c.ownNamespace]),
+    ).toEqual([['storage', 'net1', false, true]]);
     expect(attachmentsOf(attached.record).map((v) => [v.ifName, v.phase, v.attached])).toEqual([
       ['eth0', 'ready', false],
       ['net1', 'ready', true],

@@ -163,7 +163,13 @@ describe('setup', () => {
     ]);
     expect(netns.callsOf('create')).toEqual([{ method: 'create', arg: `alloc-${A}` }]);
     expect(configurator.callsOf('setup')).toEqual([
-      { method: 'setup', allocId: A, spec: spec(A), netns: `/run/netns/alloc-${A}` },
+      {
+        method: 'setup',
+        allocId: A,
+        spec: spec(A),
+        netns: `/run/netns/alloc-${A}`,
+        ownNamespace: true,
+      },
     ]);
     expect(runner.get(A)).toEqual({
       schema: 1,
@@ -235,6 +241,8 @@ describe('setup', () => {
     expect(netns.callsOf('create')).toEqual([]);
     expect(configurator.callsOf('setup')[0]?.netns).toBe('/proc/42/ns/net');
     expect(configurator.callsOf('setup')[0]?.spec).toEqual(spec(A));
+    // Not the runner's own: the configurator leaves its defaults (IPv6's) as they are.
+    expect(configurator.callsOf('setup')[0]?.ownNamespace).toBeUndefined();
     expect(runner.get(A)).toMatchObject({ netnsPath: '/proc/42/ns/net', netnsCreated: false });
 
     await runner.teardown(A);

@@ -226,10 +226,12 @@ describe('setup', () => {
         '',
       ].join('\n'),
     );
-    // portmap's side effects on the node: route_localnet on the bridge, stale UDP flows gone.
+    // portmap's side effects on the node: route_localnet on the bridge, stale UDP flows gone;
+    // then the IPv4-only interface's IPv6 off, in a namespace that is not the runner's.
     expect(node.calls).toEqual([
       { sysctl: 'net/ipv4/conf/nomad/route_localnet', value: '1' },
       { forgetUdp: 'ipv4', ports: [8080] },
+      { sysctl: 'net/ipv6/conf/eth0/disable_ipv6', value: '1', netns: '/run/netns/a1' },
     ]);
   });
 

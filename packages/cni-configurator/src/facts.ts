@@ -14,6 +14,12 @@ export interface NetworkFacts {
     readonly cidr: [ipaddr.IPv4 | ipaddr.IPv6, number];
   }[];
   readonly families: readonly Family[];
+  /**
+   * Every address the network gives is IPv4: each IPAM of its plugins is host-local, without the
+   * ipRanges capability (ranges a runtime may swap), and every subnet of theirs is IPv4. False
+   * when any IPAM is another (dhcp, static: what it gives is not known here).
+   */
+  readonly ipv4Only: boolean;
   /** The bridge the bridge plugin makes, if any. */
   readonly bridge: string | undefined;
   /** The firewall plugin's admin chain, when it uses the iptables backend. */
@@ -50,10 +56,13 @@ export function networkFacts(network: NetworkConfig): NetworkFacts {
   let bridge: string | undefined;
   let firewallAdminChain: string | undefined;
   let portmap: NetworkFacts['portmap'];
+  let onlyHostLocal = true;
   for (const plugin of network.plugins) {
     const raw = plugin.raw;
     const ipam = record(raw.ipam);
     if (ipam !== undefined) {
+      if (ipam.type !== 'host-local' || plugin.capabilities.includes('ipRanges'))
+        onlyHostLocal = false;
       if (ipam.type === 'host-local') {
         // host-local takes an empty dataDir as none (its `disk.New`).
         const dataDir =
@@ -86,7 +95,17 @@ export function networkFacts(network: NetworkConfig): NetworkFacts {
       ? ['ipv4', 'ipv6']
       : ['ipv6']
     : ['ipv4'];
-  return { name: network.name, ipamDir, subnets, families, bridge, firewallAdminChain, portmap };
+  const ipv4Only = onlyHostLocal && subnets.length > 0 && subnets.every((s) => s.family === 'ipv4');
+  return {
+    name: network.name,
+    ipamDir,
+    subnets,
+    families,
+    ipv4Only,
+    bridge,
+    firewallAdminChain,
+    portmap,
+  };
 }
 
 /** True when `address` lies in one of the network's subnets. */

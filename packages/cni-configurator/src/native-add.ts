@@ -344,9 +344,12 @@ export function nativeAdd(
       // Both families to their end before anything else looks at the ruleset.
       const restore = async (present?: ReadonlySet<string>) => {
         const ends = await Promise.allSettled(
-          [...batchesOf(lines, present)].map(([family, batch]) =>
-            ctx.iptables[family].restore(batch, { ...call, perTable: true }),
-          ),
+          [...batchesOf(lines, present)].map(([family, batch]) => {
+            const ipt = ctx.iptables[family];
+            const write = () => ipt.restore(batch, { ...call, perTable: true });
+            // The searches' reads stay good past this write (iptables-node's searches.ts).
+            return ipt.writeKeepingSearches?.(batch, needleOf, write) ?? write();
+          }),
         );
         for (const end of ends) if (end.status === 'rejected') throw end.reason;
       };

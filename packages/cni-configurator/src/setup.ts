@@ -14,6 +14,7 @@
 // between attempts and sweep after a failure never overlap. In a network that uses host-local,
 // the ADD with retry runs in the directory's room (room.ts): as `new`, or as `reclaim` for a
 // setup that re-claims recorded addresses (holds.ts); without reclaims the room admits at once.
+// An IPv4-only network's interface is left without IPv6 (ipv6-off.ts).
 import { show } from '@allocnet/base';
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import { absolutePathProblem } from '@allocnet/netns';
@@ -28,6 +29,7 @@ import { createGates } from './gates.js';
 import { reclaimAdd } from './holds.js';
 import type { Reclaim } from './holds.js';
 import { createHostPreparer } from './host.js';
+import { withIpv6Off } from './ipv6-off.js';
 import { nativeParts, sharedRulesOf } from './native-add.js';
 import type { Heal } from './native-add.js';
 import { addressPicker } from './native-pick.js';
@@ -181,7 +183,15 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
           const isDefault = network === snapshot.defaultNetwork;
           await prepareHost(facts, isDefault, call, shared);
           const heal: Heal = (c) => prepareHost(facts, isDefault, c, shared, true);
-          return addInRoom(ctx, requests.network, facts, attachment, call, reclaim, heal);
+          const at = {
+            netns,
+            ifName: recorded.ifName,
+            own: opts?.ownNamespace === true,
+            log: { allocId: spec.allocId, network: network.name },
+          };
+          return withIpv6Off(ctx, at, facts.ipv4Only, () =>
+            addInRoom(ctx, requests.network, facts, attachment, call, reclaim, heal),
+          );
         });
       } catch (error) {
         const failed = setupFailure(error, {

@@ -1,7 +1,8 @@
 import type { FieldPath } from '@allocnet/base';
 import type { CniArgs, CniResult, CniRuntime, Logger } from '@allocnet/cni';
-import type { Family, Iptables } from '@allocnet/iptables-node';
+import type { Family } from '@allocnet/iptables-node';
 import type { IpNetnsManager } from '@allocnet/netns';
+import type { IptablesState } from './iptables-state.js';
 import type { NodeKernel } from './node.js';
 import type {
   CleanupReport,
@@ -12,6 +13,8 @@ import type {
   ReapReport,
 } from './host-state.js';
 import type { RouteReader } from './route-reader.js';
+
+export type { IptablesState } from './iptables-state.js';
 
 export type {
   CleanupReport,
@@ -205,46 +208,6 @@ export interface RetryOptions {
   readonly jitterMs?: number;
 }
 
-/**
- * What the configurator uses of one family's iptables: members of
- * `@allocnet/iptables-node`'s `Iptables`, typed as there, so `createIptables()` is one and a test
- * fake needs only these. Changes are `restore` batches, but for the host prerequisites' fallback.
- */
-export interface IptablesState {
-  readonly family: Iptables['family'];
-  /**
-   * The namespace it acts in (undefined: this process's); the setup's sysctls and conntrack go
-   * there too (node.ts). A fake without it stands for this process's namespace.
-   */
-  readonly netns?: Iptables['netns'];
-  /** The sweep's scan and the host prerequisites (with `lines`, only lines kept are parsed). */
-  readonly save: Iptables['save'];
-  /**
-   * The sweep's removals (each table all or nothing: `perTable`) and the host prerequisites (one
-   * batch, all or nothing).
-   */
-  readonly restore: Iptables['restore'];
-  /** CHECK and the teardown audit read single chains (`not-found`: no such chain). */
-  readonly listRules: Iptables['listRules'];
-  /** The teardown audit's cheap questions. */
-  readonly chainExists: Iptables['chainExists'];
-  /** Host prerequisites, piece by piece, when their batch lost a race (host.ts). */
-  readonly ruleExists: Iptables['ruleExists'];
-  readonly newChain: Iptables['newChain'];
-  readonly append: Iptables['append'];
-  /** A leak reap's scan (`readAt`, else `saveAt`) and removal by rule handle (sweep.ts). */
-  readonly readAt?: Iptables['readAt'];
-  readonly saveAt?: Iptables['saveAt'];
-  readonly removeAt?: Iptables['removeAt'];
-  /** The agent's warm-up of the reap path (warm.ts): the removal built, never sent. */
-  readonly warmRemoval?: Iptables['warmRemoval'];
-  /** Which rules a setup's write finds there (native-add.ts); without it, all are new. */
-  readonly searchRules?: Iptables['searchRules'];
-  /** A teardown's removals of its chains with their jumps and of its accepts (native-del.ts). */
-  readonly removeJumped?: Iptables['removeJumped'];
-  readonly removeAccepts?: Iptables['removeAccepts'];
-}
-
 export interface CniConfiguratorOptions {
   readonly runtime: CniRuntime;
   /** iptables of the node (the namespace the plugins run in), per family. */
@@ -307,6 +270,14 @@ export interface SetupOptions extends OperationOptions {
    * setup with `address-lost` before any plugin runs; host-local refusing one fails the ADD.
    */
   readonly reclaim?: readonly string[];
+  /**
+   * The namespace is the caller's own, made for this allocation (the runner's, not a task
+   * driver's or a runtime's). In a network that gives only IPv4 (`NetworkFacts.ipv4Only`), the
+   * interface the ADD makes is left without IPv6 either way (ipv6-off.ts); in the caller's own
+   * namespace it is made so (the namespace's default, while the ADD runs), elsewhere it is turned
+   * off after the ADD. Default false.
+   */
+  readonly ownNamespace?: boolean;
 }
 
 export interface TeardownOptions extends OperationOptions {

@@ -29,7 +29,11 @@ const facts = () =>
     name: 'nomad',
     cniVersion: '1.0.0',
     plugins: [
-      { type: 'bridge', raw: { type: 'bridge', ipam: { type: 'host-local', subnet: SUBNET } } },
+      {
+        type: 'bridge',
+        capabilities: [],
+        raw: { type: 'bridge', ipam: { type: 'host-local', subnet: SUBNET } },
+      },
     ],
   } as unknown as Parameters<typeof networkFacts>[0]);
 

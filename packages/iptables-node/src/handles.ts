@@ -1,22 +1,14 @@
 // An `Iptables`'s nf_tables side (nft.ts does the netlink): `saveAt`, iptables-save with the
 // ruleset generation it shows, and `removeAt`, rules by their place in such a save and chains,
-// removed in one transaction by rule handle, only if the ruleset is still what was saved; the
-// searches over netlink. A teardown's removals are removals.ts'.
+// removed in one transaction by rule handle, only if the ruleset is still what was saved. The
+// searches over netlink are searches.ts', a teardown's removals removals.ts'.
 import type { Commands } from './commands.js';
 import { IptablesError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { NftLink, NftOp } from './nft.js';
 import { removalBatch } from './nft-messages.js';
 import type { SavedTable } from './save.js';
-import type {
-  Iptables,
-  PlacedRemoval,
-  RuleHandles,
-  RuleSearch,
-  RuleSearchResult,
-  SaveAtOptions,
-  SavedAt,
-} from './types.js';
+import type { Iptables, PlacedRemoval, RuleHandles, SaveAtOptions, SavedAt } from './types.js';
 import { checkChain, checkTable } from './validate.js';
 import type { Family, Table } from './validate.js';
 
@@ -112,27 +104,6 @@ function removalOps(
     ops.push({ kind: 'flushChain', table: checkTable(c.table), chain: checkChain(c.chain) });
   for (const c of removal.chains) ops.push({ kind: 'deleteChain', table: c.table, chain: c.chain });
   return ops;
-}
-
-/** One chain's search: each needle looked for in every rule's message (valid only in `inspect`). */
-async function searchChain(link: NftLink, search: RuleSearch): Promise<RuleSearchResult> {
-  const found = search.needles.map(() => false);
-  const table = checkTable(search.table);
-  const chain = checkChain(search.chain);
-  let rules;
-  try {
-    rules = await link.rules(table, chain, (_, message) => {
-      search.needles.forEach((needle, i) => {
-        if (!found[i] && message.includes(needle)) found[i] = true;
-      });
-    });
-  } catch (error) {
-    if (error instanceof IptablesError && error.code === 'not-found') return { exists: false };
-    throw error;
-  }
-  // No rules: an empty chain, or none at all (the dump cannot tell them apart).
-  if (rules.length === 0 && !(await link.chainExists(table, chain))) return { exists: false };
-  return { exists: true, found };
 }
 
 /**
@@ -242,7 +213,7 @@ async function saveAt(options: HandlesOptions, call?: SaveAtOptions): Promise<Sa
 
 export function handleOps(
   options: HandlesOptions,
-): Required<Pick<Iptables, 'saveAt' | 'removeAt' | 'warmRemoval' | 'searchRules'>> {
+): Required<Pick<Iptables, 'saveAt' | 'removeAt' | 'warmRemoval'>> {
   const { family, netns, nft, logger } = options;
 
   // The steps below interleave with other work of this process (each netlink call runs on a
@@ -310,26 +281,6 @@ export function handleOps(
           Array.from({ length: c.size }, (_, i) => BigInt(i + 1)),
         );
       return removalBatch(family, generation, removalOps(removal, lists)).bytes.length;
-    },
-
-    async searchRules(searches) {
-      let link: NftLink | undefined;
-      try {
-        link = nft === false ? undefined : nft(family, netns);
-      } catch (error) {
-        logger.debug('iptables: no nf_tables link; rules not searched', {
-          error: error instanceof Error ? error.message : String(error),
-        });
-      }
-      if (link === undefined) return undefined;
-      try {
-        const results: RuleSearchResult[] = [];
-        // One at a time: one call at a time per link.
-        for (const s of searches) results.push(await searchChain(link, s));
-        return results;
-      } finally {
-        link.close();
-      }
     },
   };
 }

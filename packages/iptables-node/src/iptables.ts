@@ -8,6 +8,7 @@ import { createSpawnExec } from './exec.js';
 import type { CommandExec } from './exec.js';
 import { changeOps } from './changes.js';
 import { chainExistsByLink, handleOps } from './handles.js';
+import { searchOps } from './searches.js';
 import { removeAcceptsByLink, removeJumpedByLink } from './removals.js';
 import type { OpenNft } from './handles.js';
 import { listingOps } from './listing.js';
@@ -105,6 +106,7 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
     ...changeOps(commands),
     ...batchOps(commands),
     ...handleOps({ commands, family, netns, nft, logger }),
+    ...searchOps({ family, netns, nft, logger }),
     // Over netlink when there is a link: one message whatever the size of the ruleset, where
     // `iptables -S <chain> 1` under nf_tables fetches the whole ruleset (a teardown's audit asks
     // twice: issue 30). A chain nf_tables holds is iptables-nft's; one it does not hold may be

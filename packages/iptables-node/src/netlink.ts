@@ -1,7 +1,7 @@
 // Socket I/O of the netlink link (nft.ts): a NETLINK_NETFILTER socket made in a network
 // namespace, sending one buffer of messages and reading the answers. The same socket speaks
 // NETLINK_ROUTE for the configurator's native CHECK (links, addresses and routes of a namespace). The socket is made in the
-// calling thread (setns there and back: microseconds); every send and receive runs on a worker
+// calling thread (@allocnet/libc's `inNetworkNamespace`: microseconds); every send and receive runs on a worker
 // thread (koffi's `.async`), because the kernel does its work in them: a send of a removal batch
 // is the whole nf_tables transaction (tens of milliseconds for thousands of rules), a receive of
 // a dump builds the messages it returns. The event loop goes on meanwhile (issue 28). A receive
@@ -10,9 +10,8 @@
 //
 // errno is per thread, and koffi reads it in the thread that made the call: after a call on a
 // worker thread it is not known here (docs/iptables.md), and a failed send or receive says so.
-import { closeSync, openSync } from 'node:fs';
 import { messageOf } from '@allocnet/base';
-import { bindLibc } from '@allocnet/libc';
+import { SetnsError, bindLibc, inNetworkNamespace } from '@allocnet/libc';
 import { IptablesError } from './errors.js';
 import type { IptablesErrorCode } from './errors.js';
 
@@ -22,7 +21,6 @@ const SOCK_CLOEXEC = 0o2000000;
 const NETLINK_NETFILTER = 12;
 /** rtnetlink: links, addresses, routes. */
 export const NETLINK_ROUTE = 0;
-const CLONE_NEWNET = 0x40000000;
 const SOL_SOCKET = 1;
 const SO_SNDBUFFORCE = 32;
 const SO_RCVBUFFORCE = 33;
@@ -81,7 +79,6 @@ type WithAsync<A extends unknown[]> = ((...args: A) => number) & {
 
 const bound = bindLibc<{
   readonly socket: (domain: number, type: number, protocol: number) => number;
-  readonly setns: (fd: number, nstype: number) => number;
   readonly send: WithAsync<[fd: number, buf: Buffer, len: number, flags: number]>;
   readonly recv: WithAsync<[fd: number, buf: Buffer, len: number, flags: number]>;
   readonly setsockopt: (
@@ -97,7 +94,6 @@ const bound = bindLibc<{
   };
 }>({
   socket: 'int socket(int domain, int type, int protocol)',
-  setns: 'int setns(int fd, int nstype)',
   send: 'long send(int fd, const void *buf, size_t len, int flags)',
   recv: 'long recv(int fd, _Out_ void *buf, size_t len, int flags)',
   setsockopt: 'int setsockopt(int fd, int level, int name, const void *value, int len)',
@@ -137,33 +133,20 @@ function onWorker<A extends unknown[]>(fn: WithAsync<A>, ...args: A): Promise<nu
  */
 function openSocket(c: Libc, netns: string | undefined, kind: SocketKind): number {
   const { protocol, subsystem } = kind;
-  if (netns === undefined) {
+  const make = () => {
     const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
-    if (fd < 0) throw failed('socket', c.errno(), undefined, subsystem);
-    return fd;
-  }
-  const home = openSync('/proc/thread-self/ns/net', 'r');
+    return { fd, errno: fd < 0 ? c.errno() : 0 };
+  };
+  let made: { fd: number; errno: number };
   try {
-    const target = openSync(netns, 'r');
-    try {
-      if (c.setns(target, CLONE_NEWNET) !== 0)
-        throw failed(`setns ${netns}`, c.errno(), undefined, subsystem);
-    } finally {
-      closeSync(target);
-    }
-    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
-    const errno = c.errno();
-    // Back home before anything else can run in this thread; a thread left in another
-    // namespace would make every later socket of the process there.
-    if (c.setns(home, CLONE_NEWNET) !== 0)
-      throw new Error(
-        `${subsystem}: could not return to the process's network namespace (errno ${c.errno()})`,
-      );
-    if (fd < 0) throw failed('socket', errno, undefined, subsystem);
-    return fd;
-  } finally {
-    closeSync(home);
+    made = netns === undefined ? make() : inNetworkNamespace(netns, make);
+  } catch (error) {
+    if (error instanceof SetnsError)
+      throw failed(`setns ${netns}`, error.errno, undefined, subsystem);
+    throw error;
   }
+  if (made.fd < 0) throw failed('socket', made.errno, undefined, subsystem);
+  return made.fd;
 }
 
 /**

@@ -153,6 +153,20 @@ export interface Iptables {
    */
   searchRules?(searches: readonly RuleSearch[]): Promise<readonly RuleSearchResult[] | undefined>;
   /**
+   * Runs `write`, a restore of `batch`, so that what `searchRules` read stays good past it: a
+   * search reads a chain from the kernel again only after the ruleset changed, and when the
+   * generation after `write` is the one before it plus one commit per table of the batch,
+   * nothing but the batch changed it. The chains read keep their reads then, with each appended
+   * rule's needle (`needleOf` its spec, as the caller's searches make them) added to its chain's.
+   * Only a batch of appends and chain declarations with an append in each table is followed; any
+   * other is just written. Resolves what `write` does; a failure of `write` is passed on.
+   */
+  writeKeepingSearches?<T>(
+    batch: IptablesBatch,
+    needleOf: (spec: readonly string[]) => Buffer | undefined,
+    write: () => Promise<T>,
+  ): Promise<T>;
+  /**
    * Over nf_tables netlink, in one transaction: for each target whose chain `from` holds rules
    * jumping to `chain`, those rules (by handle), then `chain` flushed and deleted; a target no
    * jump leads to is left alone. Resolves the chains removed, or undefined when it cannot be done

@@ -52,6 +52,8 @@ export interface ConfiguratorCall {
   /** forceCleanup: whether it was a dry run, and the network when one was given. */
   readonly dryRun?: boolean;
   readonly network?: string;
+  /** setup: true when the namespace was the runner's own (`SetupOptions.ownNamespace`). */
+  readonly ownNamespace?: boolean;
   /** setup: the addresses it was to re-claim; teardown: whether it kept the holds. */
   readonly reclaim?: readonly string[];
   readonly keepHolds?: boolean;
@@ -309,6 +311,7 @@ export function createRecordingConfigurator(): RecordingConfigurator {
           spec,
           netns,
           ...(options?.reclaim === undefined ? {} : { reclaim: options.reclaim }),
+          ...(options?.ownNamespace === true ? { ownNamespace: true } : {}),
         },
         options?.signal,
       );

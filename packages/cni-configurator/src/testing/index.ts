@@ -148,14 +148,19 @@ export type { LeakShape } from './leaks.js';
 
 export { healthyKernel } from './kernel.js';
 export type { FakeKernel } from './kernel.js';
-/** A `NodeKernel` that records what a setup would change in the node, and changes nothing. */
-export function recordingNode(): {
-  node: NodeKernel;
-  calls: ({ sysctl: string; value: string } | { forgetUdp: Family; ports: readonly number[] })[];
-} {
-  const calls: (
-    { sysctl: string; value: string } | { forgetUdp: Family; ports: readonly number[] }
-  )[] = [];
+/** What `recordingNode` records: a sysctl set (in an allocation's `netns`, when given), a UDP forget. */
+export type NodeCall =
+  | { sysctl: string; value: string; netns?: string }
+  | { forgetUdp: Family; ports: readonly number[] };
+
+/**
+ * A `NodeKernel` that records what a setup would change in the kernel, and changes nothing; the
+ * sysctls of allocations' namespaces are kept (each starts at '0') so that a swap answers the
+ * value before it.
+ */
+export function recordingNode(): { node: NodeKernel; calls: NodeCall[] } {
+  const calls: NodeCall[] = [];
+  const sysctlsIn = new Map<string, string>();
   return {
     calls,
     node: {
@@ -166,6 +171,13 @@ export function recordingNode(): {
       forgetUdpFlows(family, ports) {
         calls.push({ forgetUdp: family, ports: [...ports] });
         return Promise.resolve();
+      },
+      swapSysctlIn(netns, name, value) {
+        const key = `${netns}:${name}`;
+        const before = sysctlsIn.get(key) ?? '0';
+        sysctlsIn.set(key, value);
+        calls.push({ sysctl: name, value, netns });
+        return Promise.resolve(before);
       },
     },
   };
