@@ -9,7 +9,7 @@ import { isCniError } from '@allocnet/cni';
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import type { ConfiguratorContext } from './context.js';
 import { ConfiguratorError, isConfiguratorError, messageOf } from './errors.js';
-import { nativeAdd } from './native-add.js';
+import { nativeAdd, pickedResult } from './native-add.js';
 import type { Heal, NativeAdd } from './native-add.js';
 import type { AddressPick } from './native-pick.js';
 
@@ -65,10 +65,13 @@ type Attempt =
   | { readonly ok: false; readonly error: unknown; readonly final: boolean };
 
 /**
- * One ADD. With `native`, its rules are written beside the chain once the main plugin answered;
- * what was written goes with the attempt (the chain's undo runs without those plugins). A failed
- * write undoes the whole ADD and is final: another attempt would write the same rules the same
- * way. Throws only when removing a failed attempt's rules fails.
+ * One ADD. With `native`, its rules are written beside the chain: from the start when the setup
+ * picked the addresses (`pick`: the result will carry them), else once the main plugin answered;
+ * portmap's host work after that answer. Rules written for picked addresses that the answer does
+ * not carry are removed and written for the answer's. What was written goes with the attempt
+ * (the chain's undo runs without those plugins). A failed write undoes the whole ADD and is
+ * final: another attempt would write the same rules the same way. Throws only when removing a
+ * failed attempt's rules fails.
  */
 async function attemptAdd(
   ctx: ConfiguratorContext,
@@ -80,13 +83,38 @@ async function attemptAdd(
 ): Promise<Attempt> {
   const { runtime, logger } = ctx;
   const allocId = attachment.containerId;
+  const chain = native?.network ?? network;
+  const picked = pick?.(chain);
+  // The rules written (or being written), and for which result.
   let told: CniResult | undefined;
   let writing: Promise<void> | undefined;
-  const onPluginResult = (type: string, result: CniResult) => {
-    if (native === undefined || type !== native.mainType || writing !== undefined) return;
+  const begin = (result: CniResult, after?: Promise<void>) => {
     told = result;
-    writing = native.write(result, call);
+    writing = (after ?? Promise.resolve()).then(() => native?.rules(result, call));
     // Awaited below; a failure must not count as unhandled meanwhile.
+    writing.catch(() => undefined);
+  };
+  if (native !== undefined && picked !== undefined)
+    begin(pickedResult(picked.addresses, attachment));
+  let answered = false;
+  const onPluginResult = (type: string, result: CniResult) => {
+    if (native === undefined || type !== native.mainType || answered) return;
+    answered = true;
+    if (told === undefined || writing === undefined) begin(result);
+    else if (!native.sameRules(told, result)) {
+      const stale = told;
+      logger.warn('the main plugin gave other addresses than picked; writing the rules again', {
+        allocId,
+        picked: stale.ips.map((ip) => ip.address),
+        given: result.ips.map((ip) => ip.address),
+      });
+      begin(
+        result,
+        writing.catch(() => undefined).then(() => native.unwrite(stale, call)),
+      );
+    }
+    const rules = writing as Promise<void>;
+    writing = rules.then(() => native.host(result, call));
     writing.catch(() => undefined);
   };
   const unwrite = async () => {
@@ -96,8 +124,6 @@ async function attemptAdd(
     await native?.unwrite(told, call);
   };
 
-  const chain = native?.network ?? network;
-  const picked = pick?.(chain);
   let result: CniResult;
   try {
     ({ result } = await runtime.add(picked?.network ?? chain, attachment, {
@@ -179,7 +205,7 @@ export async function addWithRetry(
   /** The addresses host-local is asked for, picked anew for each attempt (native-pick.ts). */
   pick?: AddressPick,
 ): Promise<{ result: CniResult; attempts: number }> {
-  // Written beside the chain (native-add.ts) once the main plugin answered.
+  // Written beside the chain (native-add.ts): with the ADD when the address was picked, else once the main plugin answered.
   const native = nativeAdd(ctx, network, attachment, heal);
   let attempts = 0;
   let first: unknown;

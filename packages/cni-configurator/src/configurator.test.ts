@@ -94,6 +94,38 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** Replies for a removal's reads (native-del.ts) of `second`'s rules for `address`, after their write. */
+function leftFor(address: string): Reply[] {
+  const { masq, dnat } = allocChains('nomad', 'second');
+  const tag = `-m comment --comment "name: \\"nomad\\" id: \\"second\\""`;
+  const dnatTag = `-m comment --comment "dnat name: \\"nomad\\" id: \\"second\\""`;
+  return [
+    ok(),
+    ok(`-P POSTROUTING ACCEPT\n-A POSTROUTING -s ${address}/32 ${tag} -j ${masq}\n`),
+    ok(
+      `-N CNI-HOSTPORT-DNAT\n-A CNI-HOSTPORT-DNAT -p tcp ${dnatTag} -m multiport --dports 8080 -j ${dnat}\n`,
+    ),
+    ok(),
+    ok(
+      `-N CNI-FORWARD\n-A CNI-FORWARD -d ${address}/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n-A CNI-FORWARD -s ${address}/32 -j ACCEPT\n`,
+    ),
+  ];
+}
+
+/** The restores of that removal. */
+function removalOf(address: string): unknown[] {
+  const { masq, dnat } = allocChains('nomad', 'second');
+  const a = address.replaceAll('.', '\\.');
+  return [
+    expect.stringMatching(
+      new RegExp(`-D POSTROUTING -s ${a}/32 .*-D CNI-HOSTPORT-DNAT .*-X ${masq}\\n-X ${dnat}`, 's'),
+    ),
+    expect.stringMatching(
+      new RegExp(`-D CNI-FORWARD -d ${a}/32 .*-D CNI-FORWARD -s ${a}/32 -j ACCEPT`, 's'),
+    ),
+  ];
+}
+
 describe('setup', () => {
   it('gives the plugins exactly Nomad’s args and port mappings, and returns the picked address', async () => {
     await make();
@@ -232,6 +264,87 @@ describe('setup', () => {
       { sysctl: 'net/ipv4/conf/nomad/route_localnet', value: '1' },
       { forgetUdp: 'ipv4', ports: [8080] },
       { sysctl: 'net/ipv6/conf/eth0/disable_ipv6', value: '1', netns: '/run/netns/a1' },
+    ]);
+  });
+
+  it('writes the rules for the address it picked while bridge runs, and portmap’s node work after bridge answered', async () => {
+    await make();
+    await configurator.setup(spec, '/run/netns/a1');
+    const add = runtime.add.bind(runtime);
+    const seen: { restores: string[]; node: number }[] = [];
+    const restores = () =>
+      v4.calls.filter((c) => c.file === 'iptables-restore').map((c) => c.input ?? '');
+    runtime.add = async (network, attachment, call) => {
+      // bridge answers only once the allocation's rules are in: they do not wait for it.
+      for (let i = 0; i < 500 && !restores().some((r) => r.includes('id: \\"second\\"')); i++)
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      seen.push({ restores: restores(), node: node.calls.length });
+      return add(network, attachment, call);
+    };
+    const nodeBefore = node.calls.length;
+    const { status } = await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2');
+    expect(status.address).toBe('172.26.64.2');
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.restores.at(-1)).toContain('-A POSTROUTING -s 172.26.64.2/32');
+    expect(seen[0]?.restores.at(-1)).toContain('-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT');
+    // Nothing written twice; route_localnet names the bridge, which exists once bridge answered.
+    expect(restores()).toEqual(seen[0]?.restores);
+    expect(seen[0]?.node).toBe(nodeBefore);
+    expect(node.calls.slice(nodeBefore)).toEqual([
+      { sysctl: 'net/ipv4/conf/nomad/route_localnet', value: '1' },
+      { forgetUdp: 'ipv4', ports: [8080] },
+      { sysctl: 'net/ipv6/conf/eth0/disable_ipv6', value: '1', netns: '/run/netns/a2' },
+    ]);
+  });
+
+  it('writes the rules again for the address bridge gave when it is not the one picked', async () => {
+    const warnings: { message: string; fields: unknown }[] = [];
+    const logger = {
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (message: string, fields: unknown) => warnings.push({ message, fields }),
+      error: () => undefined,
+    };
+    await make({ logger });
+    await configurator.setup(spec, '/run/netns/a1');
+    runtime.answerAdd(addResult('172.26.64.9/20'));
+    // What the picked address's rules left, as the removal's reads find it.
+    v4.reply(...leftFor('172.26.64.2'));
+    const from = v4.calls.length;
+    const { status, attachment } = await configurator.setup(
+      { ...spec, allocId: 'second' },
+      '/run/netns/a2',
+    );
+    expect(status.address).toBe('172.26.64.9');
+    expect(attachment.addresses).toEqual(['172.26.64.9']);
+    const restores = v4.calls.slice(from).filter((c) => c.file === 'iptables-restore');
+    expect(restores.map((c) => c.input)).toEqual([
+      expect.stringContaining('-A POSTROUTING -s 172.26.64.2/32'),
+      ...removalOf('172.26.64.2'),
+      expect.stringContaining('-A POSTROUTING -s 172.26.64.9/32'),
+    ]);
+    expect(restores.at(-1)?.input).toContain('-A CNI-FORWARD -s 172.26.64.9/32 -j ACCEPT');
+    expect(restores.at(-1)?.input).toContain('--to-destination 172.26.64.9:80');
+    expect(warnings.map((w) => w.fields)).toEqual([
+      { allocId: 'second', picked: ['172.26.64.2/20'], given: ['172.26.64.9/20'] },
+    ]);
+  });
+
+  it('removes the rules written for the picked address when bridge fails', async () => {
+    await make();
+    await configurator.setup(spec, '/run/netns/a1');
+    runtime.answerAdd(
+      new CniError('bridge: invalid config', { code: 'invalid-config', msg: 'invalid config' }),
+    );
+    v4.reply(...leftFor('172.26.64.2'));
+    const from = v4.calls.length;
+    await expect(
+      configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2'),
+    ).rejects.toMatchObject({ code: 'setup-failed', attempts: 1 });
+    const restores = v4.calls.slice(from).filter((c) => c.file === 'iptables-restore');
+    expect(restores.map((c) => c.input)).toEqual([
+      expect.stringContaining('-A POSTROUTING -s 172.26.64.2/32'),
+      ...removalOf('172.26.64.2'),
     ]);
   });
 

@@ -1,9 +1,13 @@
 // What a setup writes itself instead of the plugins (issue 30): the allocation's masquerade (bridge
 // or ptp with ipMasq), the firewall's accept rules (iptables backend) and portmap's chain and
-// jumps, in one iptables-restore per family (nat and filter, each table all or nothing), begun as
-// soon as the main plugin's result gives the addresses; then portmap's route_localnet sysctl and
-// its removal of stale UDP conntrack entries, through the node seam (node.ts). The plugins' ADD
-// runs loopback and the main plugin only (ipMasq false): the firewall and portmap do not run.
+// jumps, in one iptables-restore per family (nat and filter, each table all or nothing): begun
+// with the ADD when the setup picked the addresses host-local will give (native-pick.ts,
+// `pickedResult`), so that the write and the bridge plugin's ADD, which both grow with the node,
+// run at the same time; else as soon as the main plugin's result gives the addresses (add.ts).
+// Then, once the main plugin answered, portmap's route_localnet sysctl (on the bridge, which the
+// first ADD makes) and its removal of stale UDP conntrack entries, through the node seam
+// (node.ts). The plugins' ADD runs loopback and the main plugin only (ipMasq false): the firewall
+// and portmap do not run.
 //
 // Why: every iptables exec under nf_tables reads the whole ruleset, so each costs more the more
 // allocations the node holds. bridge wrote its masquerade with 9 execs per address, portmap its
@@ -49,8 +53,12 @@ export interface NativeAdd {
   /** The main plugin's type: its result carries the addresses. */
   readonly mainType: string;
   /** Writes the allocation's rules for the result's addresses; all or nothing per family and table. */
-  write(result: CniResult, call: CallOptions): Promise<void>;
-  /** Removes what `write` wrote (after a failed ADD, whose undo runs the reduced chain). */
+  rules(result: CniResult, call: CallOptions): Promise<void>;
+  /** portmap's work besides iptables (route_localnet, stale UDP flows), once the ADD made the interfaces. */
+  host(result: CniResult, call: CallOptions): Promise<void>;
+  /** Whether the rules `rules` writes for `a` are those it writes for `b`. */
+  sameRules(a: CniResult, b: CniResult): boolean;
+  /** Removes what `rules` wrote (after a failed ADD, whose undo runs the reduced chain). */
   unwrite(result: CniResult, call: CallOptions): Promise<void>;
 }
 
@@ -81,6 +89,23 @@ export function sharedRulesOf(
     ...(parts.firewall === undefined ? [] : firewallSharedRules(family, parts.firewall.adminChain)),
     ...(parts.portmap === undefined || !hasPorts ? [] : portmapSharedRules(family, parts.portmap)),
   ]);
+}
+
+/**
+ * The result the main plugin's ADD gives for addresses the setup picked (native-pick.ts), as far
+ * as the rules read it: each address on the attachment's interface in its namespace.
+ */
+export function pickedResult(
+  addresses: readonly string[],
+  attachment: Pick<Attachment, 'ifName' | 'netns'>,
+): CniResult {
+  return {
+    cniVersion: '1.0.0',
+    interfaces: [{ name: attachment.ifName, sandbox: attachment.netns }],
+    ips: addresses.map((address) => ({ address, interface: 0 })),
+    routes: [],
+    dns: {},
+  };
 }
 
 /** The port mappings the attachment gives portmap (cniAttachment puts them there). */
@@ -339,7 +364,7 @@ export function nativeAdd(
   return {
     network: { ...network, plugins },
     mainType: main.type,
-    async write(result, call) {
+    async rules(result, call) {
       const lines = linesOf(what, result);
       // Both families to their end before anything else looks at the ruleset.
       const restore = async (present?: ReadonlySet<string>) => {
@@ -367,7 +392,11 @@ export function nativeAdd(
         const chains = [...new Map(lines.map((l) => [chainKey(l), l] as const)).values()];
         await restore(await exactlyPresent(ctx, chains, call));
       }
-      await portmapHost(result, call);
+    },
+    host: portmapHost,
+    sameRules(a, b) {
+      const keys = (r: CniResult) => linesOf(what, r).map(lineKey).join('\n');
+      return keys(a) === keys(b);
     },
     async unwrite(result, call) {
       const addresses = result.ips.map((ip) => ip.address.split('/')[0] ?? '');

@@ -17,7 +17,7 @@ const n = (a: string) =>
 
 it('canonicalises ranges as host-local does', () => {
   expect(rangeSetsOf({ subnet: '10.0.0.0/24' })).toEqual([
-    [{ v6: false, start: n('10.0.0.1'), end: n('10.0.0.254'), gateway: n('10.0.0.1') }],
+    [{ v6: false, prefix: 24, start: n('10.0.0.1'), end: n('10.0.0.254'), gateway: n('10.0.0.1') }],
   ]);
   // IPv6 ends at the last address; the old-style range comes before `ranges`.
   expect(
@@ -26,8 +26,8 @@ it('canonicalises ranges as host-local does', () => {
       ranges: [[{ subnet: 'fd00::/126', gateway: 'fd00::3' }]],
     }),
   ).toEqual([
-    [{ v6: false, start: n('10.0.0.1'), end: n('10.0.0.2'), gateway: n('10.0.0.1') }],
-    [{ v6: true, start: n('fd00::1'), end: n('fd00::3'), gateway: n('fd00::3') }],
+    [{ v6: false, prefix: 30, start: n('10.0.0.1'), end: n('10.0.0.2'), gateway: n('10.0.0.1') }],
+    [{ v6: true, prefix: 126, start: n('fd00::1'), end: n('fd00::3'), gateway: n('fd00::3') }],
   ]);
   // What host-local refuses (too small, host bits, a start outside, families mixed) or is not a
   // range at all: host-local is left to say so.
@@ -114,6 +114,8 @@ describe('addressPicker', () => {
     const second = pick?.(network({}));
     expect(first?.network.plugins[1]?.raw.args).toEqual({ cni: { ips: ['10.1.0.4'] } });
     expect(second?.network.plugins[1]?.raw.args).toEqual({ cni: { ips: ['10.1.0.5'] } });
+    // As host-local's result will give them: with the range's prefix.
+    expect([first?.addresses, second?.addresses]).toEqual([['10.1.0.4/29'], ['10.1.0.5/29']]);
     first?.done();
     expect([...(c.picks.get(join(tmp.path, 'n')) ?? [])]).toEqual(['10.1.0.5']);
     // Free again once its ADD ended without a reservation.

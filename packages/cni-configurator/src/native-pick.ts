@@ -38,6 +38,8 @@ import { argsNeedPlugin, nativePluginOf } from './native-check.js';
 /** One host-local range, canonical, as numbers. */
 interface Range {
   readonly v6: boolean;
+  /** The prefix length of the range's subnet: host-local's result gives the address with it. */
+  readonly prefix: number;
   readonly start: bigint;
   readonly end: bigint;
   readonly gateway: bigint;
@@ -87,7 +89,7 @@ function rangeOf(raw: unknown): Range | undefined {
   const end = own(r.rangeEnd, v6 ? network + host : network + host - 1n);
   if (gateway === undefined || start === undefined || end === undefined) return undefined;
   if (!inside(start) || !inside(end) || start > end) return undefined;
-  return { v6, start, end, gateway };
+  return { v6, prefix, start, end, gateway };
 }
 
 /** host-local's range sets, the old-style range first; undefined when one is not understood. */
@@ -136,6 +138,11 @@ export type AddressPick = (chain: NetworkConfig) => Picked | undefined;
 export interface Picked {
   /** The chain asking host-local for the picked addresses. */
   readonly network: NetworkConfig;
+  /**
+   * The addresses as host-local's result gives them once it reserved them (`address/prefix`,
+   * one per range set, in the sets' order): what the setup writes its rules for while the ADD runs.
+   */
+  readonly addresses: readonly string[];
   /** Lets the addresses go once the ADD ended (reserved then, or free again). */
   readonly done: () => void;
 }
@@ -160,12 +167,15 @@ function pickIn(
   index: number,
   set: readonly Range[],
   busy: ReadonlySet<string>,
-): string | undefined {
+): { address: string; prefix: number } | undefined {
   const v6 = (set[0] as Range).v6;
   let passed = 0;
   for (const n of candidates(set, lastReserved(dir, index))) {
     const address = addressOf(n, v6);
-    if (!busy.has(address) && !existsSync(join(dir, address))) return address;
+    if (!busy.has(address) && !existsSync(join(dir, address))) {
+      const { prefix } = set.find((r) => n >= r.start && n <= r.end) as Range;
+      return { address, prefix };
+    }
     if (++passed >= SEARCH_LIMIT) return undefined;
   }
   return undefined;
@@ -195,19 +205,21 @@ export function addressPicker(
     let busy = picks.get(dir);
     if (busy === undefined) picks.set(dir, (busy = new Set()));
     const taken: string[] = [];
+    const addresses: string[] = [];
     const done = () => {
       for (const a of taken) busy.delete(a);
     };
     for (const [index, set] of sets.entries()) {
-      const address = pickIn(dir, index, set, busy);
-      if (address === undefined) {
+      const picked = pickIn(dir, index, set, busy);
+      if (picked === undefined) {
         done();
         return undefined;
       }
-      busy.add(address);
-      taken.push(address);
+      busy.add(picked.address);
+      taken.push(picked.address);
+      addresses.push(`${picked.address}/${picked.prefix}`);
     }
     logger.debug('host-local asked for the addresses the setup picked', { dir, addresses: taken });
-    return { network: withRequestedIps(chain, taken), done };
+    return { network: withRequestedIps(chain, taken), addresses, done };
   };
 }
