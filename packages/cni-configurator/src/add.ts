@@ -66,12 +66,13 @@ type Attempt =
 
 /**
  * One ADD. With `native`, its rules are written beside the chain: from the start when the setup
- * picked the addresses (`pick`: the result will carry them), else once the main plugin answered;
- * portmap's host work after that answer. Rules written for picked addresses that the answer does
- * not carry are removed and written for the answer's. What was written goes with the attempt
- * (the chain's undo runs without those plugins). A failed write undoes the whole ADD and is
- * final: another attempt would write the same rules the same way. Throws only when removing a
- * failed attempt's rules fails.
+ * picked the addresses (`pick`: the result will carry them) and `early` allows, else once the
+ * main plugin answered; portmap's work besides iptables (route_localnet, stale UDP flows) after
+ * that answer. Rules written for picked addresses that the answer does not
+ * carry are removed and written for the answer's. What was written goes with the attempt (the
+ * chain's undo runs without those plugins). A failed write undoes the whole ADD and is final:
+ * another attempt would write the same rules the same way. Throws only when removing a failed
+ * attempt's rules fails.
  */
 async function attemptAdd(
   ctx: ConfiguratorContext,
@@ -80,6 +81,7 @@ async function attemptAdd(
   attachment: Attachment,
   call: Call,
   pick: AddressPick | undefined,
+  early: boolean,
 ): Promise<Attempt> {
   const { runtime, logger } = ctx;
   const allocId = attachment.containerId;
@@ -94,7 +96,7 @@ async function attemptAdd(
     // Awaited below; a failure must not count as unhandled meanwhile.
     writing.catch(() => undefined);
   };
-  if (native !== undefined && picked !== undefined)
+  if (native !== undefined && picked !== undefined && early)
     begin(pickedResult(picked.addresses, attachment));
   let answered = false;
   const onPluginResult = (type: string, result: CniResult) => {
@@ -204,8 +206,15 @@ export async function addWithRetry(
   heal?: Heal,
   /** The addresses host-local is asked for, picked anew for each attempt (native-pick.ts). */
   pick?: AddressPick,
+  /**
+   * Whether the rules for picked addresses may be written from the ADD's start: the bridge is
+   * there already (a setup made it), so the node routes their subnet to it meanwhile, not out
+   * its default route.
+   */
+  early = false,
 ): Promise<{ result: CniResult; attempts: number }> {
-  // Written beside the chain (native-add.ts): with the ADD when the address was picked, else once the main plugin answered.
+  // Written beside the chain (native-add.ts): with the ADD when the address was picked and the
+  // bridge is up, else once the main plugin answered.
   const native = nativeAdd(ctx, network, attachment, heal);
   let attempts = 0;
   let first: unknown;
@@ -213,7 +222,7 @@ export async function addWithRetry(
     for (;;) {
       call.signal?.throwIfAborted();
       attempts++;
-      const outcome = await attemptAdd(ctx, network, native, attachment, call, pick).catch(
+      const outcome = await attemptAdd(ctx, network, native, attachment, call, pick, early).catch(
         // Removing a failed attempt's rules failed: a failed attempt like any other; the
         // next attempt's DEL, or the sweep after the setup failed, comes after it.
         (error: unknown): Attempt => ({ ok: false, error, final: false }),

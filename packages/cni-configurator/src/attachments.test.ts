@@ -477,11 +477,9 @@ describe('teardown with only', () => {
     ).rejects.toMatchObject({ code: 'setup-failed' });
     const restores = v4.calls.filter((c) => c.file === 'iptables-restore');
     expect(restores.map((c) => c.input)).toEqual([
-      // The rules for the address the setup picked, written while the ADD ran (add.ts).
-      expect.stringContaining('-A POSTROUTING -s 10.77.0.2/32'),
       expect.stringContaining(`-X ${allocChains('storage', ID).masq}`),
     ]);
-    for (const r of restores) expect(r.input).not.toContain('nomad');
+    expect(restores[0]?.input).not.toContain('nomad');
     expect(await readdir(join(dir, 'ipam', 'nomad'))).toEqual(['172.26.64.2']);
     expect(await runtime.cache.readResult('nomad', ID, 'eth0')).toBeDefined();
   });

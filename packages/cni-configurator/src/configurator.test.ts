@@ -267,29 +267,38 @@ describe('setup', () => {
     ]);
   });
 
-  it('writes the rules for the address it picked while bridge runs, and portmap’s node work after bridge answered', async () => {
+  it('writes the rules for the address it picked while bridge runs once a setup made the bridge, and portmap’s node work after bridge answered', async () => {
     await make();
-    await configurator.setup(spec, '/run/netns/a1');
     const add = runtime.add.bind(runtime);
     const seen: { restores: string[]; node: number }[] = [];
     const restores = () =>
       v4.calls.filter((c) => c.file === 'iptables-restore').map((c) => c.input ?? '');
+    let id = ID;
     runtime.add = async (network, attachment, call) => {
-      // bridge answers only once the allocation's rules are in: they do not wait for it.
-      for (let i = 0; i < 500 && !restores().some((r) => r.includes('id: \\"second\\"')); i++)
+      // bridge answers only once the allocation's rules are in, or after a while: they do not
+      // wait for it when they may begin with it.
+      for (let i = 0; i < (id === ID ? 50 : 500); i++) {
+        if (restores().some((r) => r.includes(`id: \\"${id}\\"`))) break;
         await new Promise((resolve) => setTimeout(resolve, 2));
+      }
       seen.push({ restores: restores(), node: node.calls.length });
       return add(network, attachment, call);
     };
+    // The process's first setup makes the bridge: until bridge answered the node may have no
+    // route to the subnet, so the rules wait for it.
+    await configurator.setup(spec, '/run/netns/a1');
+    expect(seen[0]?.restores.join('')).not.toContain('-A POSTROUTING -s 172.26.64.2/32');
+    expect(restores().at(-1)).toContain('-A POSTROUTING -s 172.26.64.2/32');
+    id = 'second';
     const nodeBefore = node.calls.length;
-    const { status } = await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2');
+    const { status } = await configurator.setup({ ...spec, allocId: id }, '/run/netns/a2');
     expect(status.address).toBe('172.26.64.2');
-    expect(seen).toHaveLength(1);
-    expect(seen[0]?.restores.at(-1)).toContain('-A POSTROUTING -s 172.26.64.2/32');
-    expect(seen[0]?.restores.at(-1)).toContain('-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT');
+    expect(seen).toHaveLength(2);
+    expect(seen[1]?.restores.at(-1)).toContain('-A POSTROUTING -s 172.26.64.2/32');
+    expect(seen[1]?.restores.at(-1)).toContain('-A CNI-FORWARD -s 172.26.64.2/32 -j ACCEPT');
     // Nothing written twice; route_localnet names the bridge, which exists once bridge answered.
-    expect(restores()).toEqual(seen[0]?.restores);
-    expect(seen[0]?.node).toBe(nodeBefore);
+    expect(restores()).toEqual(seen[1]?.restores);
+    expect(seen[1]?.node).toBe(nodeBefore);
     expect(node.calls.slice(nodeBefore)).toEqual([
       { sysctl: 'net/ipv4/conf/nomad/route_localnet', value: '1' },
       { forgetUdp: 'ipv4', ports: [8080] },

@@ -54,7 +54,10 @@ export interface NativeAdd {
   readonly mainType: string;
   /** Writes the allocation's rules for the result's addresses; all or nothing per family and table. */
   rules(result: CniResult, call: CallOptions): Promise<void>;
-  /** portmap's work besides iptables (route_localnet, stale UDP flows), once the ADD made the interfaces. */
+  /**
+   * portmap's work besides iptables, once the ADD made the interface route_localnet names:
+   * route_localnet, then the deletion of stale UDP conntrack entries.
+   */
   host(result: CniResult, call: CallOptions): Promise<void>;
   /** Whether the rules `rules` writes for `a` are those it writes for `b`. */
   sameRules(a: CniResult, b: CniResult): boolean;

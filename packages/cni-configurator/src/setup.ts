@@ -14,7 +14,8 @@
 // between attempts and sweep after a failure never overlap. In a network that uses host-local,
 // the ADD with retry runs in the directory's room (room.ts): as `new`, or as `reclaim` for a
 // setup that re-claims recorded addresses (holds.ts); without reclaims the room admits at once.
-// An IPv4-only network's interface is left without IPv6 (ipv6-off.ts).
+// An IPv4-only network's interface is left without IPv6 (ipv6-off.ts). Once a setup of this process
+// made the bridge, the rules for picked addresses are written while the ADD runs (add.ts).
 import { show } from '@allocnet/base';
 import type { Attachment, CniResult, NetworkConfig } from '@allocnet/cni';
 import { absolutePathProblem } from '@allocnet/netns';
@@ -51,6 +52,7 @@ async function addInRoom(
   call: { signal?: AbortSignal },
   reclaim: Reclaim | undefined,
   heal: Heal,
+  bridgeUp: boolean,
 ): Promise<{ result: CniResult; attempts: number }> {
   if (reclaim !== undefined)
     return reclaimAdd(ctx, reclaim, call, (asking) =>
@@ -60,7 +62,7 @@ async function addInRoom(
   const leave = await ctx.room(facts.ipamDir).enter('new', call.signal);
   try {
     const pick = addressPicker(network, attachment, ctx);
-    return await addWithRetry(ctx, network, attachment, call, heal, pick);
+    return await addWithRetry(ctx, network, attachment, call, heal, pick, bridgeUp);
   } finally {
     leave();
   }
@@ -189,8 +191,10 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
             own: opts?.ownNamespace === true,
             log: { allocId: spec.allocId, network: network.name },
           };
+          // A setup of this process made the bridge (its gate is warm).
+          const bridgeUp = facts.bridge !== undefined && gates.isWarm(`bridge:${facts.bridge}`);
           return withIpv6Off(ctx, at, facts.ipv4Only, () =>
-            addInRoom(ctx, requests.network, facts, attachment, call, reclaim, heal),
+            addInRoom(ctx, requests.network, facts, attachment, call, reclaim, heal, bridgeUp),
           );
         });
       } catch (error) {
