@@ -219,6 +219,7 @@ async function openConfigurator(
         defaultNetwork: config.defaultNetwork,
         confDir: config.cni.confDir,
         ignoreHostIps: config.ignoreHostIps,
+        ipv6OnIpv4Interfaces: config.ipv6OnIpv4Interfaces,
         region: config.region,
         logger: componentLogger(logger, 'configurator'),
       }));

@@ -111,6 +111,7 @@ export const LayerCodec = section('config', {
   }),
   netnsPrefix: NetnsPrefix,
   ignoreHostIps: Bool,
+  ipv6OnIpv4Interfaces: Bool,
   region: Region,
   concurrency: whole('Concurrency', 1, 1024),
   reconcile: section('reconcile', {

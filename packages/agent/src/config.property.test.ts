@@ -48,6 +48,7 @@ const validConfig = fc.record(
     ),
     netnsPrefix: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/),
     ignoreHostIps: fc.boolean(),
+    ipv6OnIpv4Interfaces: fc.boolean(),
     region: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/),
     concurrency: fc.integer({ min: 1, max: 1024 }),
     reconcile: fc.record(

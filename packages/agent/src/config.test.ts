@@ -48,6 +48,7 @@ const DEFAULT_CONFIG: AgentConfig = {
   defaultNetwork: { ipamDataDir: '/var/run/cni' },
   netnsPrefix: 'alloc-',
   ignoreHostIps: false,
+  ipv6OnIpv4Interfaces: false,
   region: 'global',
   concurrency: 8,
   reconcile: { mode: 'report', intervalMs: 300000 },
@@ -98,6 +99,7 @@ defaultNetwork:
   adminChain: ALLOC-ADMIN
 netnsPrefix: a-
 ignoreHostIps: true
+ipv6OnIpv4Interfaces: true
 region: eu
 concurrency: 16
 reconcile: { mode: reap, intervalMs: 60000 }
@@ -136,6 +138,7 @@ limits: { maxPorts: 16, maxCniArgs: 0, maxAttachments: 2 }
       },
       netnsPrefix: 'a-',
       ignoreHostIps: true,
+      ipv6OnIpv4Interfaces: true,
       region: 'eu',
       concurrency: 16,
       reconcile: { mode: 'reap', intervalMs: 60000 },
@@ -175,6 +178,7 @@ limits: { maxPorts: 16, maxCniArgs: 0, maxAttachments: 2 }
         ALLOCNET_IPAM_DATA_DIR: '/ipam',
         ALLOCNET_NETNS_PREFIX: 'n-',
         ALLOCNET_IGNORE_HOST_IPS: 'true',
+        ALLOCNET_IPV6_ON_IPV4_INTERFACES: 'true',
         ALLOCNET_REGION: 'r1',
         ALLOCNET_CONCURRENCY: '2',
         ALLOCNET_RECONCILE_MODE: 'reap',
@@ -207,6 +211,7 @@ limits: { maxPorts: 16, maxCniArgs: 0, maxAttachments: 2 }
       defaultNetwork: { ipamDataDir: '/ipam' },
       netnsPrefix: 'n-',
       ignoreHostIps: true,
+      ipv6OnIpv4Interfaces: true,
       region: 'r1',
       concurrency: 2,
       reconcile: { mode: 'reap', intervalMs: 0 },
@@ -261,7 +266,7 @@ limits: { maxPorts: 16, maxCniArgs: 0, maxAttachments: 2 }
     [
       'an unknown key, naming it and the file',
       { file: 'dataDirr: /x\n' },
-      'config: dataDirr is not a known key (known: dataDir, socket, tcp, cni, defaultNetwork, netnsPrefix, ignoreHostIps, region, concurrency, reconcile, log, metrics, shutdownTimeoutMs, readyFile, limits) (<file>)',
+      'config: dataDirr is not a known key (known: dataDir, socket, tcp, cni, defaultNetwork, netnsPrefix, ignoreHostIps, ipv6OnIpv4Interfaces, region, concurrency, reconcile, log, metrics, shutdownTimeoutMs, readyFile, limits) (<file>)',
     ],
     [
       'an unknown nested key',

@@ -78,6 +78,8 @@ export interface AgentConfig {
   /** Allocation namespaces are `<netnsPrefix><allocId>`; no other program may use the prefix. */
   readonly netnsPrefix: string;
   readonly ignoreHostIps: boolean;
+  /** Interfaces of IPv4-only networks keep IPv6 (by default they have none: docs/cni.md). */
+  readonly ipv6OnIpv4Interfaces: boolean;
   /** NOMAD_REGION for requests that give none. */
   readonly region: string;
   /** Operations on different allocations at once. */
@@ -262,6 +264,7 @@ function resolve(merged: SourcedLayer, stderrIsTTY: boolean): AgentConfig {
     defaultNetwork,
     netnsPrefix: layer.netnsPrefix ?? DEFAULTS.netnsPrefix,
     ignoreHostIps: layer.ignoreHostIps ?? false,
+    ipv6OnIpv4Interfaces: layer.ipv6OnIpv4Interfaces ?? false,
     region: layer.region ?? DEFAULTS.region,
     concurrency: layer.concurrency ?? DEFAULTS.concurrency,
     reconcile: {

@@ -36,6 +36,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   { key: 'netnsPrefix', env: 'ALLOCNET_NETNS_PREFIX', flag: 'netns-prefix', kind: 'text' },
   { key: 'ignoreHostIps', env: 'ALLOCNET_IGNORE_HOST_IPS', kind: 'bool' },
+  { key: 'ipv6OnIpv4Interfaces', env: 'ALLOCNET_IPV6_ON_IPV4_INTERFACES', kind: 'bool' },
   { key: 'region', env: 'ALLOCNET_REGION', kind: 'text' },
   { key: 'concurrency', env: 'ALLOCNET_CONCURRENCY', kind: 'int' },
   { key: 'reconcile.mode', env: 'ALLOCNET_RECONCILE_MODE', kind: 'text' },

@@ -306,6 +306,23 @@ describe('setup', () => {
     ]);
   });
 
+  it('leaves IPv6 on an IPv4-only interface when configured to, in any namespace', async () => {
+    const ipv6 = () => node.calls.filter((c) => JSON.stringify(c).includes('ipv6'));
+    await make();
+    await configurator.setup(spec, '/run/netns/a1', { ownNamespace: true });
+    // By default the namespace's default is off while the ADD runs, then put back.
+    expect(ipv6()).toHaveLength(2);
+    await configurator.close();
+    node = recordingNode();
+    await make({ ipv6OnIpv4Interfaces: true });
+    await configurator.setup({ ...spec, allocId: 'second' }, '/run/netns/a2', {
+      ownNamespace: true,
+    });
+    await configurator.setup({ ...spec, allocId: 'third' }, '/run/netns/a3');
+    expect(ipv6()).toEqual([]);
+    expect(node.calls).toContainEqual({ forgetUdp: 'ipv4', ports: [8080] });
+  });
+
   it('writes the rules again for the address bridge gave when it is not the one picked', async () => {
     const warnings: { message: string; fields: unknown }[] = [];
     const logger = {

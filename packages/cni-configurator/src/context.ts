@@ -54,6 +54,8 @@ export interface ConfiguratorContext {
   readonly region: string;
   readonly sandbox: NonNullable<CniConfiguratorOptions['sandbox']>;
   readonly ignoreHostIps: boolean;
+  /** Interfaces of IPv4-only networks keep IPv6 (`CniConfiguratorOptions.ipv6OnIpv4Interfaces`). */
+  readonly ipv6OnIpv4Interfaces: boolean;
   readonly retry: RetrySettings;
   readonly catalog: Catalog;
   /** What a setup changes in the node's namespace besides iptables (node.ts). */
@@ -119,6 +121,7 @@ export async function createContext(options: CniConfiguratorOptions): Promise<Co
     sandbox: options.sandbox ?? createIpNetnsManager(),
     region: options.region ?? 'global',
     ignoreHostIps: options.ignoreHostIps ?? false,
+    ipv6OnIpv4Interfaces: options.ipv6OnIpv4Interfaces ?? false,
     retry: {
       attemptsMax,
       delayMs: options.retry?.delayMs ?? 1000,

@@ -193,7 +193,8 @@ export function createSetup(ctx: ConfiguratorContext): Pick<CniConfigurator, 'se
           };
           // A setup of this process made the bridge (its gate is warm).
           const bridgeUp = facts.bridge !== undefined && gates.isWarm(`bridge:${facts.bridge}`);
-          return withIpv6Off(ctx, at, facts.ipv4Only, () =>
+          const ipv6Off = facts.ipv4Only && !ctx.ipv6OnIpv4Interfaces;
+          return withIpv6Off(ctx, at, ipv6Off, () =>
             addInRoom(ctx, requests.network, facts, attachment, call, reclaim, heal, bridgeUp),
           );
         });

@@ -229,6 +229,12 @@ export interface CniConfiguratorOptions {
   readonly watchConfDir?: boolean;
   /** Drop every port's host IP. Default false. */
   readonly ignoreHostIps?: boolean;
+  /**
+   * Leave IPv6 on the interface of a network that gives only IPv4, as the plugins make it (a
+   * link-local address, router solicitations). Default false: such an interface has no IPv6
+   * (ipv6-off.ts).
+   */
+  readonly ipv6OnIpv4Interfaces?: boolean;
   /** The interface inside the allocation. Default `eth0`. */
   readonly ifName?: string;
   /** NOMAD_REGION when a spec gives none. Default `global`. */
