@@ -103,6 +103,27 @@ describe('the runner on the real plugins', () => {
     expect(await host.reservations()).toEqual({});
   });
 
+  it('leaves IPv6 on an IPv4-only interface as the plugins make it when configured to', async () => {
+    const { runner } = await host.runner({}, { ipv6OnIpv4Interfaces: true });
+    const own = allocSpec();
+    const status = await runner.setup(own);
+    const made = `/run/netns/${host.netnsPrefix}${own.allocId}`;
+    const given = await host.lab.container('given');
+    const driver = allocSpec({ netnsPath: given.path });
+    const driven = await runner.setup(driver);
+    for (const netns of [made, given.path]) {
+      const sysctl = 'net.ipv6.conf.eth0.disable_ipv6';
+      const r = await execa('nsenter', [`--net=${netns}`, '--', 'sysctl', '-n', sysctl]);
+      const shown = await execa('nsenter', [`--net=${netns}`, '--', 'ip', '-6', '-o', 'addr', 'show', 'dev', 'eth0']); // prettier-ignore
+      expect([netns, r.stdout.trim(), shown.stdout]).toEqual([netns, '0', expect.stringContaining('inet6 fe80::')]); // prettier-ignore
+    }
+    expect(await pings(host.node, status.address)).toBe(true);
+    expect(await pings(host.node, driven.address)).toBe(true);
+    await runner.teardown(driver.allocId);
+    await runner.teardown(own.allocId);
+    expect(await host.reservations()).toEqual({});
+  });
+
   it('restores 200 allocations after a restart with the same addresses and CHECK passing, then tears all down to the baseline', async () => {
     const baseline = await warmBaseline();
     const specs = Array.from({ length: 200 }, (_, i) =>

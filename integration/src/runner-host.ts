@@ -10,7 +10,7 @@ import type { AllocRunner, AllocRunnerOptions, RunnerSpec } from '@allocnet/allo
 import { createCniRuntime, createNodePluginExec } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
 import { createCniConfigurator, createRouteReader } from '@allocnet/cni-configurator';
-import type { CniConfigurator } from '@allocnet/cni-configurator';
+import type { CniConfigurator, CniConfiguratorOptions } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
 import { createNetnsLab } from '@allocnet/testns';
 import type { NetnsLab, TestNetns } from '@allocnet/testns';
@@ -55,7 +55,10 @@ export interface RunnerHost {
    */
   addBridgeNetwork(name: string, bridge: string, subnet: string): Promise<void>;
   /** A runner (and its configurator) in this process, on the node; closed by dispose(). */
-  runner(options?: Partial<AllocRunnerOptions>): Promise<{
+  runner(
+    options?: Partial<AllocRunnerOptions>,
+    configuratorOptions?: Pick<CniConfiguratorOptions, 'ipv6OnIpv4Interfaces'>,
+  ): Promise<{
     runner: AllocRunner;
     configurator: CniConfigurator;
   }>;
@@ -114,7 +117,7 @@ export async function createRunnerHost(): Promise<RunnerHost> {
       await writeFile(join(confDir, `${name}.conflist`), JSON.stringify(conflist));
     },
 
-    async runner(options = {}) {
+    async runner(options = {}, configuratorOptions = {}) {
       const configurator = await createCniConfigurator({
         runtime: createCniRuntime({
           pluginDirs: [PLUGIN_DIR],
@@ -130,6 +133,7 @@ export async function createRunnerHost(): Promise<RunnerHost> {
         defaultNetwork: { ipamDataDir: ipamDir },
         confDir,
         watchConfDir: false,
+        ...configuratorOptions,
       });
       const runner = await createAllocRunner({
         configurator,
