@@ -66,13 +66,12 @@ type Attempt =
 
 /**
  * One ADD. With `native`, its rules are written beside the chain: from the start when the setup
- * picked the addresses (`pick`: the result will carry them) and `early` allows, else once the
- * main plugin answered; portmap's work besides iptables (route_localnet, stale UDP flows) after
- * that answer. Rules written for picked addresses that the answer does not
- * carry are removed and written for the answer's. What was written goes with the attempt (the
- * chain's undo runs without those plugins). A failed write undoes the whole ADD and is final:
- * another attempt would write the same rules the same way. Throws only when removing a failed
- * attempt's rules fails.
+ * picked the addresses (`pick`: the result will carry them) and `early` allows, else once the main
+ * plugin answered; portmap's work besides iptables (route_localnet, stale UDP flows) after that
+ * answer. Rules written for picked addresses that the answer does not carry are removed and written
+ * for the answer's. What was written goes with the attempt (the chain's undo runs without those
+ * plugins). A failed write undoes the whole ADD and is final: another attempt would write the same
+ * rules the same way. Throws only when removing a failed attempt's rules fails.
  */
 async function attemptAdd(
   ctx: ConfiguratorContext,
