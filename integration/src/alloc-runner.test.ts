@@ -137,6 +137,8 @@ describe('the runner on the real plugins', () => {
 
     const { runner } = await host.runner();
     const started = await runner.start();
+    // Any other outcome, with why (its CHECK's error), before the counts.
+    expect(started.restore.outcomes.filter((o) => o.result !== 'kept')).toEqual([]);
     expect(started.restore.counts).toMatchObject({ kept: 200, recreated: 0, failed: 0, error: 0 });
     expect(started.restore.outcomes.every((o) => o.checked)).toBe(true);
     expect(started.reconcile).toMatchObject({ leakedAllocations: 0, orphanNamespaces: 0 });
