@@ -125,40 +125,46 @@ async function attemptAdd(
     await native?.unwrite(told, call);
   };
 
-  let result: CniResult;
+  // The picked addresses stay taken until the attempt's rules for them are in or removed: rules
+  // for one written early while host-local never reserved it (a failed ADD, another address
+  // given) would otherwise still be there when another setup picks it, which would then find its
+  // own rules present and not write them, and lose them to this removal.
   try {
-    ({ result } = await runtime.add(picked?.network ?? chain, attachment, {
-      ...call,
-      onPluginResult,
-    }));
-  } catch (error) {
-    picked?.done();
-    await unwrite();
-    const final =
-      !isCniError(error) || FINAL_CNI_CODES.has(error.code) || call.signal?.aborted === true;
-    return { ok: false, error, final };
-  }
-  picked?.done();
-  try {
-    await writing;
-  } catch (error) {
-    // The chain stands without its rules: undo it all.
-    logger.warn('writing the allocation’s rules failed; undoing the ADD', {
-      allocId,
-      error: messageOf(error),
-    });
+    let result: CniResult;
     try {
-      await runtime.del(network, attachment, call);
-    } catch (delError) {
-      logger.warn('DEL after writing the rules failed failed too', {
-        allocId,
-        error: messageOf(delError),
-      });
+      ({ result } = await runtime.add(picked?.network ?? chain, attachment, {
+        ...call,
+        onPluginResult,
+      }));
+    } catch (error) {
+      await unwrite();
+      const final =
+        !isCniError(error) || FINAL_CNI_CODES.has(error.code) || call.signal?.aborted === true;
+      return { ok: false, error, final };
     }
-    await unwrite();
-    return { ok: false, error, final: true };
+    try {
+      await writing;
+    } catch (error) {
+      // The chain stands without its rules: undo it all.
+      logger.warn('writing the allocation’s rules failed; undoing the ADD', {
+        allocId,
+        error: messageOf(error),
+      });
+      try {
+        await runtime.del(network, attachment, call);
+      } catch (delError) {
+        logger.warn('DEL after writing the rules failed failed too', {
+          allocId,
+          error: messageOf(delError),
+        });
+      }
+      await unwrite();
+      return { ok: false, error, final: true };
+    }
+    return { ok: true, result };
+  } finally {
+    picked?.done();
   }
-  return { ok: true, result };
 }
 
 /** Between two attempts: a DEL, so that a half-done attempt leaves nothing, then the wait. */

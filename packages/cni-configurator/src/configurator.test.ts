@@ -374,6 +374,47 @@ describe('setup', () => {
     ]);
   });
 
+  it('keeps a failed attempt’s picked address from other setups until its rules for it are gone', async () => {
+    await make();
+    await configurator.setup(spec, '/run/netns/a1');
+    const asked = (network: { plugins: readonly { raw: Record<string, unknown> }[] }) =>
+      JSON.stringify(network.plugins[1]?.raw.args);
+    const add = runtime.add.bind(runtime);
+    let aAsked: string | undefined;
+    let bAsked: string | undefined;
+    let bAdding!: () => void;
+    const bPicked = new Promise<void>((resolve) => (bAdding = resolve));
+    let second: Promise<unknown> | undefined;
+    let removing = false;
+    runtime.add = async (network, attachment, call) => {
+      if (attachment.containerId === 'b') {
+        bAsked = asked(network);
+        bAdding();
+        return add(network, attachment, call);
+      }
+      if (attachment.containerId !== 'a') return add(network, attachment, call);
+      aAsked = asked(network);
+      removing = true;
+      throw new CniError('bridge: invalid config', { code: 'invalid-config', msg: 'invalid' });
+    };
+    // The failed attempt's removal of its rules waits until b has picked its address.
+    const run = v4.run.bind(v4);
+    v4.run = async (command) => {
+      if (removing && command.args.includes('-S')) {
+        removing = false;
+        second = configurator.setup({ ...spec, allocId: 'b' }, '/run/netns/b');
+        await bPicked;
+      }
+      return run(command);
+    };
+    await expect(
+      configurator.setup({ ...spec, allocId: 'a' }, '/run/netns/a'),
+    ).rejects.toMatchObject({ code: 'setup-failed' });
+    await second;
+    expect(aAsked).toContain('172.26.64.2');
+    expect(bAsked).toContain('172.26.64.3');
+  });
+
   it('undoes the ADD and fails for good when its rules cannot be written', async () => {
     await make();
     await configurator.setup(spec, '/run/netns/a1');

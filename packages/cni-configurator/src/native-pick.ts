@@ -143,7 +143,10 @@ export interface Picked {
    * one per range set, in the sets' order): what the setup writes its rules for while the ADD runs.
    */
   readonly addresses: readonly string[];
-  /** Lets the addresses go once the ADD ended (reserved then, or free again). */
+  /**
+   * Lets the addresses go once the attempt ended (reserved then, or free again), after its rules
+   * for them are in or removed (add.ts).
+   */
   readonly done: () => void;
 }
 
