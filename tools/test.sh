@@ -13,6 +13,13 @@ tools/setup.sh
 ALLOCNET_TESTNS_PREFIX="ant-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 export ALLOCNET_TESTNS_PREFIX
 
+# The CLI's code cache (packages/cli's code-cache.ts) of every command a test runs: a directory of
+# the run's own, not root's /var/cache/allocnet, which the isolation check watches.
+ALLOCNET_CLI_CACHE_DIR=$(mktemp -d /tmp/allocnet-test-cli-cache.XXXXXX)
+export ALLOCNET_CLI_CACHE_DIR
+trap 'rm -rf "$ALLOCNET_CLI_CACHE_DIR"' EXIT
+root_cache() { ls -la --time-style=full-iso /var/cache/allocnet 2>/dev/null || true; }
+
 root_rules() {
   { iptables-save; ip6tables-save; } | sed -E '/^#/d; s/\[[0-9]+:[0-9]+\]/[0:0]/'
 }
@@ -20,6 +27,7 @@ root_links() { ip -o link show | awk -F': ' '{print $2}' | sort; }
 
 rules_before=$(root_rules)
 links_before=$(root_links)
+cache_before=$(root_cache)
 
 status=0
 # Integration tests share the machine's kernel: one package at a time, each with its own namespaces.
@@ -48,5 +56,10 @@ if [ "$(root_links)" != "$links_before" ]; then
   diff <(echo "$links_before") <(root_links) || true
   status=1
 fi
-if [ "$status" -eq 0 ]; then echo "isolation check passed: no namespace left, root rules and links unchanged"; fi
+if [ "$(root_cache)" != "$cache_before" ]; then
+  echo "FAIL: a test wrote the CLI's code cache in /var/cache/allocnet (ALLOCNET_CLI_CACHE_DIR not passed on):"
+  diff <(echo "$cache_before") <(root_cache) || true
+  status=1
+fi
+if [ "$status" -eq 0 ]; then echo "isolation check passed: no namespace left, root rules, links and /var/cache/allocnet unchanged"; fi
 exit "$status"

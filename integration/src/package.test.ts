@@ -5,7 +5,7 @@
 // of a higher version installed over it while they live (allocnet-cni replaced while a runtime
 // keeps exec'ing it), the agent restarted as postinst's try-restart would, and every allocation
 // kept ready with the same address and no setup redone; remove keeping the config and the state;
-// purge leaving nothing. CI machines are disposable and run as root; the test refuses to run
+// purge leaving nothing (the CLI's code cache in /var/cache/allocnet included). CI machines are disposable and run as root; the test refuses to run
 // where an allocnet package is already installed, and purges what it installed even when it
 // fails. The allocations' namespaces carry the lab's prefix (ALLOCNET_NETNS_PREFIX, as a unit's
 // Environment= would set it) and their IPAM files a temp dir; everything else is the shipped
@@ -13,7 +13,7 @@
 // and systemd-analyze; never touches the root network namespace.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { access, appendFile, lstat, readFile, readlink, stat } from 'node:fs/promises';
+import { access, appendFile, lstat, readFile, readdir, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { listenForNotifications } from '@allocnet/agent';
@@ -28,8 +28,16 @@ const UNIT = '/lib/systemd/system/allocnet-agent.service';
 const CONFIG = '/etc/allocnet/agent.yaml';
 const PLUGIN = '/usr/lib/cni/allocnet-cni';
 const NOMAD_PLUGIN = '/opt/cni/bin/allocnet-cni';
-/** Everything the package or its agent puts on the machine outside /usr. */
-const STATE_PATHS = ['/etc/allocnet', '/var/lib/allocnet', '/run/allocnet', '/opt/cni'];
+/** Everything the package, its agent or its CLI puts on the machine outside /usr. */
+const STATE_PATHS = [
+  '/etc/allocnet',
+  '/var/lib/allocnet',
+  '/run/allocnet',
+  '/opt/cni',
+  '/var/cache/allocnet',
+];
+/** Where the installed CLI run by root keeps its code cache (packages/cli's code-cache.ts). */
+const CLI_CACHE = '/var/cache/allocnet';
 /** The demo's allocations (tools/demo): id and its host port. */
 const DEMO = [
   { id: 'web-1', port: 'http:8080:80' },
@@ -68,9 +76,14 @@ function dpkg(...args: string[]) {
   });
 }
 
-/** The installed `allocnet`, over the agent's default socket. */
+/**
+ * The installed `allocnet`, over the agent's default socket, as root runs it: its code cache in
+ * /var/cache/allocnet, not where tools/test.sh points the tests' commands.
+ */
 function allocnet(...args: string[]) {
-  return execa('/usr/bin/allocnet', args, { reject: false });
+  const env = { ...process.env };
+  delete env.ALLOCNET_CLI_CACHE_DIR;
+  return execa('/usr/bin/allocnet', args, { reject: false, env, extendEnv: false });
 }
 
 interface Agent {
@@ -213,6 +226,11 @@ describe('the allocnet Debian package', () => {
     // Nomad fingerprints a plugin by running it with no arguments.
     expect((await execa(NOMAD_PLUGIN)).stdout).toBe(`allocnet-cni v${versions.first}`);
     expect((await allocnet('version')).stdout).toContain(`allocnet ${versions.first}`);
+    // its first run wrote the CLI's code cache, root's alone
+    expect((await stat(CLI_CACHE)).mode & 0o777).toBe(0o700);
+    const caches = (await readdir(CLI_CACHE)).filter((name) => name.endsWith('.v8cache'));
+    expect(caches).toHaveLength(1);
+    expect((await stat(join(CLI_CACHE, caches[0] ?? ''))).mode & 0o777).toBe(0o600);
     const verify = await execa('systemd-analyze', ['verify', UNIT], { reject: false, all: true });
     expect([verify.exitCode, verify.all]).toEqual([0, '']);
     expect(await readFile(UNIT, 'utf8')).toMatch(/^Type=notify$/m);

@@ -1,32 +1,30 @@
 // @ts-check
-// Part of the build, after tsc: the `allocnet` command (dist/main.js) bundled with esbuild, so
-// that a short command loads a few files instead of some 100 modules (its own, protobufjs's,
-// @allocnet/proto's client and base, the packages' defaults): each module costs Node's loader a resolve, a read and
-// a compile (docs/cli.md, "How the command starts"). What each command imports when it runs
-// stays a separate chunk (`import()` splits), loaded only by that command.
-//
-// Bundled too, into the chunks only `--local` and `cni` load: the packages they run on the node
-// (cni, cni-configurator, iptables-node and what those use), so that `allocnet leaks --local`
-// loads 17 files instead of some 130 (110 ms less on an empty node, docs/cli.md). No process
-// holds two copies of them: such a command loads neither the agent nor the sandbox, which carry
-// their own. koffi, which @allocnet/libc loads with a `require` of its own, is then found from
-// this package (a dependency of it here).
+// Part of the build, after tsc: the `allocnet` command's code (cli.ts and what it imports) bundled
+// with esbuild into one CommonJS script, dist/allocnet.cjs, which dist/main.js compiles with V8's
+// code cache (code-cache.ts; docs/cli.md, "How the command starts"). One file instead of some 100
+// modules: each module costs Node's loader a resolve, a read and a compile. Bundled into it too:
+// the packages `--local` and `cni` run on the node (cni, cni-configurator, iptables-node and what
+// those use). What only some commands run (`--local`'s configurator, the agent's client, the
+// progress bar) is still evaluated only by them: esbuild keeps what a module imports with
+// `import()` in a function of its own, run at that `import()` (the loading test checks it).
 //
 // Left out, loaded from node_modules as before: the agent, the sandbox and the allocation runner
-// (`allocnet agent` runs the agent's own command with its own copies of everything), and the
-// native modules. The chunks are written beside dist/main.js, so that what reads a file relative
-// to its module still finds it: the CLI's package.json (`cliVersion`) and the contract's JSON,
-// copied from @allocnet/proto's dist.
+// (`allocnet agent` runs the agent's own command with its own copies of everything; main.ts
+// imports them), @allocnet/proto's index, and the native modules. koffi, which @allocnet/libc
+// loads with a `require` of its own, is then found from this package (a dependency of it here).
+// The script sits beside dist/main.js, so that what reads a file relative to its module still
+// finds it: the CLI's package.json (`cliVersion`) and the contract's JSON, copied from
+// @allocnet/proto's dist.
 import { copyFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
-const CHUNK = /^bundle-.*\.js(\.map)?$/;
+/** What earlier builds wrote: the ES module chunks of before the code cache, and this script. */
+const OLD = /^(bundle-.*\.js|allocnet\.cjs)(\.map)?$/;
 
-// tsc wrote dist/main.js and the modules it imports; chunks of an earlier build go.
-for (const file of readdirSync(dist)) if (CHUNK.test(file)) rmSync(join(dist, file));
+for (const file of readdirSync(dist)) if (OLD.test(file)) rmSync(join(dist, file));
 
 /**
  * The @allocnet packages left out, by their index; their light subpaths (`@allocnet/agent/defaults`,
@@ -50,24 +48,23 @@ const heavyPackages = {
 };
 
 await build({
-  entryPoints: [join(dist, 'main.js')],
-  outdir: dist,
-  allowOverwrite: true,
+  entryPoints: [join(dist, 'cli.js')],
+  outfile: join(dist, 'allocnet.cjs'),
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  chunkNames: 'bundle-[hash]',
   sourcemap: true,
   logLevel: 'warning',
   // commander too: `allocnet agent` is @allocnet/agent's own command, made with its commander,
   // whose errors the CLI tells by class (a second copy's would not be `instanceof` them).
   external: ['koffi', 'lmdb', 'msgpackr'],
   plugins: [heavyPackages],
-  // The CommonJS packages bundled (protobufjs, cli-progress, …) require Node's modules.
+  // A module's own URL, as an ES module has it (`new URL('../package.json', import.meta.url)`):
+  // the script's, which code-cache.ts runs with `__filename` as Node runs a CommonJS module.
+  define: { 'import.meta.url': '__allocnetModuleUrl' },
   banner: {
-    js: "import { createRequire as __allocnetRequire } from 'node:module'; const require = __allocnetRequire(import.meta.url);",
+    js: "const __allocnetModuleUrl = require('node:url').pathToFileURL(__filename).href;",
   },
   // protobufjs's optional `require`s, which esbuild cannot see; `long` is given to it explicitly
   // (@allocnet/proto's client-definition.ts).

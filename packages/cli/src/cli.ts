@@ -5,6 +5,8 @@
 // the one command defined by another package: its definition comes with the agent, which is
 // loaded when the command line runs it and stood in for in the list of commands otherwise.
 import { Command, CommanderError, Option } from 'commander';
+import type * as AgentPackage from '@allocnet/agent';
+import type * as SandboxPackage from '@allocnet/dev-sandbox';
 import { AGENT_COMMAND_DESCRIPTION, normalizeAgentArgs } from '@allocnet/agent/command-line';
 import { kindOf, messageOf } from '@allocnet/base';
 import type { ErrorKind } from '@allocnet/base';
@@ -71,12 +73,21 @@ export function runsAgent(argv: readonly string[]): boolean {
   return words[0] === 'agent' || (words[0] === 'help' && words[1] === 'agent');
 }
 
+/** The packages `allocnet agent` runs, which the command's bundle leaves out (scripts/bundle.mjs). */
+export type AgentPackages = readonly [typeof AgentPackage, typeof SandboxPackage];
+
+/**
+ * Imports the agent's packages. main.ts gives its own: the bundle runs as a script compiled with
+ * its code cache (code-cache.ts), where an `import()` has no module loader to go to.
+ */
+export type LoadAgentPackages = () => Promise<AgentPackages>;
+
+const importAgentPackages: LoadAgentPackages = () =>
+  Promise.all([import('@allocnet/agent'), import('@allocnet/dev-sandbox')]);
+
 /** The agent's command, with `--dev` run in @allocnet/dev-sandbox's sandbox, and its error test. */
-async function loadAgentCommand(io: CliIo) {
-  const [agent, sandbox] = await Promise.all([
-    import('@allocnet/agent'),
-    import('@allocnet/dev-sandbox'),
-  ]);
+async function loadAgentCommand(io: CliIo, load: LoadAgentPackages) {
+  const [agent, sandbox] = await load();
   return {
     command: agent.agentCommand(io, {
       dev: { run: sandbox.runDevAgent, isFailure: sandbox.isDevError },
@@ -129,11 +140,16 @@ export const SIGPIPE_EXIT = 141;
 /**
  * Runs `allocnet` with `argv` (without node and script) and resolves the exit status: 0 on
  * success, 1 when the operation failed (the message goes to stderr), 2 for a usage error.
+ * `loadAgent` imports the agent's packages for `allocnet agent` (default: an `import()` here).
  */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo,
+  loadAgent: LoadAgentPackages = importAgentPackages,
+): Promise<number> {
   // `allocnet agent -dev` is Nomad's spelling; commander has no single-dash long options.
   const args = normalizeAgentArgs(argv);
-  const agent = runsAgent(args) ? await loadAgentCommand(io) : undefined;
+  const agent = runsAgent(args) ? await loadAgentCommand(io, loadAgent) : undefined;
   try {
     await createProgram(io, agent?.command).parseAsync(args, { from: 'user' });
     return 0;

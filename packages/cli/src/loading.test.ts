@@ -1,12 +1,15 @@
 // The CLI loads what its command uses (docs/cli.md): the built `allocnet` run in a child with a
-// loader hook that records every module, and the packages a command must not load looked for by
-// name. The command is bundled (scripts/bundle.mjs): what a loaded chunk holds is read from the
-// comments esbuild writes before each module it bundles. Needs the CLI built (turbo's `test`
-// builds it first).
+// loader hook that records every module loaded as a file, and the packages a command must not
+// load looked for by name. The command's own code is one script (scripts/bundle.mjs): which of
+// the modules bundled into it a command evaluated is read from V8's coverage of the script
+// (NODE_V8_COVERAGE): esbuild runs a module that is imported with `import()` somewhere in a
+// function of its own, named by the module's path, and the coverage says whether it ran; a module
+// without such a function runs at every start. Needs the CLI built (turbo's `test` builds it
+// first).
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { tempDir } from '@allocnet/cni/testing';
 import { loadAllocnetProto } from '@allocnet/proto';
@@ -51,28 +54,47 @@ function packageOf(line: string): string | undefined {
   return file === 'index.js' ? `@allocnet/${name}` : `@allocnet/${name}/${file}`;
 }
 
+/** A bundled module's package by its path in the bundle (`../../node_modules/.pnpm/<pkg>@<v>/node_modules/<pkg>/…` for npm packages, `../<name>/dist/<file>` for workspace ones, `dist/<file>` for the CLI's own), by `packageOf`'s names. */
+function bundledPackage(module: string): string | undefined {
+  const npm = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(module);
+  if (npm !== null) return npm[1];
+  const workspace = /^\.\.\/([^/]+)\/dist\/(.+)$/.exec(module);
+  if (workspace !== null)
+    return workspace[2] === 'index.js'
+      ? `@allocnet/${workspace[1]}`
+      : `@allocnet/${workspace[1]}/${workspace[2]}`;
+  const own = /^dist\/(.+)$/.exec(module);
+  return own === null ? undefined : `@allocnet/cli/${own[1]}`;
+}
+
+const BUNDLE = fileURLToPath(new URL('../dist/allocnet.cjs', import.meta.url));
+
 /**
- * The packages of the modules bundled into a loaded chunk of the CLI (`// ../../node_modules/
- * .pnpm/<pkg>@<v>/node_modules/<pkg>/…` for npm packages, `// ../<name>/dist/<file>` for
- * workspace ones), by `packageOf`'s names.
+ * The modules of the bundle a run evaluated, by path: those esbuild runs at the start (no
+ * function of their own), and those whose function ran, by the coverage in `coverageDir`.
  */
-async function bundledIn(line: string): Promise<string[]> {
-  const path = line.startsWith('file://') ? fileURLToPath(line) : line;
-  if (!/\/packages\/cli\/dist\/[^/]+\.js$/.test(path)) return [];
-  const text = await readFile(path, 'utf8');
-  const names: string[] = [];
-  for (const [, module = ''] of text.matchAll(/^\/\/ (\.\.\/\S+)$/gm)) {
-    const npm = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(module);
-    const workspace = /^\.\.\/([^/]+)\/dist\/(.+)$/.exec(module);
-    if (npm !== null) names.push(npm[1] ?? '');
-    else if (workspace !== null)
-      names.push(
-        workspace[2] === 'index.js'
-          ? `@allocnet/${workspace[1]}`
-          : `@allocnet/${workspace[1]}/${workspace[2]}`,
-      );
+async function evaluatedInBundle(coverageDir: string): Promise<string[]> {
+  const text = await readFile(BUNDLE, 'utf8');
+  const modules = new Set(
+    [...text.matchAll(/^\/\/ ((?:\.\.\/|dist\/)\S+)$/gm)].map((m) => m[1] ?? ''),
+  );
+  const wrapped = new Set(
+    [...text.matchAll(/= __(?:esm|commonJS)\(\{\n {2}"([^"]+)"\(/g)].map((m) => m[1] ?? ''),
+  );
+  const ran = new Set([...modules].filter((m) => !wrapped.has(m)));
+  for (const name of await readdir(coverageDir)) {
+    const { result } = JSON.parse(await readFile(join(coverageDir, name), 'utf8')) as {
+      result: {
+        url: string;
+        functions: { functionName: string; ranges: { count: number }[] }[];
+      }[];
+    };
+    for (const script of result)
+      if (script.url === pathToFileURL(BUNDLE).href)
+        for (const f of script.functions)
+          if (wrapped.has(f.functionName) && (f.ranges[0]?.count ?? 0) > 0) ran.add(f.functionName);
   }
-  return names;
+  return [...ran];
 }
 
 let dir: Awaited<ReturnType<typeof tempDir>>;
@@ -85,12 +107,21 @@ afterEach(async () => {
 
 /** Runs the built CLI with `args`; resolves its exit status, stdout and the packages it loaded. */
 async function run(...args: string[]) {
-  const file = join(dir.path, `modules-${Math.random().toString(36).slice(2)}.txt`);
+  const id = Math.random().toString(36).slice(2);
+  const file = join(dir.path, `modules-${id}.txt`);
+  const coverage = join(dir.path, `coverage-${id}`);
   const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) => {
     execFile(
       process.execPath,
       ['--import', RECORDER, MAIN, ...args],
-      { env: { ...process.env, ALLOCNET_RECORD_MODULES: file } },
+      {
+        env: {
+          ...process.env,
+          ALLOCNET_RECORD_MODULES: file,
+          NODE_V8_COVERAGE: coverage,
+          ALLOCNET_CLI_CACHE_DIR: 'off',
+        },
+      },
       (error, out) => {
         resolve({ code: error === null ? 0 : Number(error.code), stdout: out });
       },
@@ -100,7 +131,10 @@ async function run(...args: string[]) {
   /** The packages of the files loaded, each read from its own file. */
   const files = new Set(lines.map(packageOf).filter((p) => p !== undefined));
   const packages = new Set(files);
-  for (const line of lines) for (const name of await bundledIn(line)) packages.add(name);
+  for (const module of await evaluatedInBundle(coverage)) {
+    const name = bundledPackage(module);
+    if (name !== undefined) packages.add(name);
+  }
   return { code, stdout, packages, files };
 }
 
@@ -192,7 +226,7 @@ describe('what a command loads', () => {
   );
 
   it(
-    "--local loads the node's packages from its chunk, not file by file, and not the agent",
+    "--local runs the node's packages from the bundle, not file by file, and not the agent",
     async () => {
       // A namespace outside /run/netns: the command loads what it runs with, then refuses it
       // before anything runs.

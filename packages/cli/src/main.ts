@@ -1,16 +1,33 @@
 #!/usr/bin/env node
-import { SIGPIPE_EXIT, runCli } from './cli.js';
+// The `allocnet` command: the bundle of cli.ts (dist/allocnet.cjs, scripts/bundle.mjs), compiled
+// with its code cache (code-cache.ts), run with this process's argv and stdio.
+import { homedir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type * as Cli from './cli.js';
+import { cacheDirOf, commandKey, loadBundle } from './code-cache.js';
+
+const argv = process.argv.slice(2);
+const uid = process.getuid?.();
+const bundle = loadBundle(
+  fileURLToPath(new URL('./allocnet.cjs', import.meta.url)),
+  commandKey(argv),
+  cacheDirOf(process.env, uid, homedir()),
+  uid,
+);
+process.once('exit', bundle.save);
+const cli = bundle.exports as typeof Cli;
 
 // A reader that stops early (`allocnet alloc list | head -1`) closes the pipe, and what is left
 // has nowhere to go: the command ends as a program killed by SIGPIPE does (128 + 13), quietly,
 // not with Node's trace of an unhandled 'error' (Node ignores the signal itself).
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code !== 'EPIPE') throw error;
-  process.exit(SIGPIPE_EXIT);
+  process.exit(cli.SIGPIPE_EXIT);
 });
 
-process.exitCode = await runCli(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  env: process.env,
-});
+// The agent's packages are not in the bundle: imported from here, as modules.
+process.exitCode = await cli.runCli(
+  argv,
+  { stdout: process.stdout, stderr: process.stderr, env: process.env },
+  () => Promise.all([import('@allocnet/agent'), import('@allocnet/dev-sandbox')]),
+);

@@ -106,6 +106,11 @@ export function cliSection(c: CliRun): string[] {
     line('`allocnet --help`', 'help'),
     '',
     'Each command a new process (`node packages/cli/dist/main.js …`, what the `allocnet` bin runs), timed from its spawn to its end; `version` asks for an agent on a socket where none listens. The ratios are paired by round.',
+    ...(c.firstMs === undefined
+      ? []
+      : [
+          `Each command’s first run came before the rounds: its code was not in the CLI’s code cache yet, and it wrote it (the first run after an install): \`version\` ${f1(c.firstMs.version)} ms, \`--help\` ${f1(c.firstMs.help)} ms (the rounds’ \`node -e 0\`: p50 ${f1(p50p95(c.ms.node).p50)} ms).`,
+        ]),
     '',
   ];
 }
@@ -126,6 +131,12 @@ export function reapCliSection(r: ReapCliRun): string[] {
     `| the CLI ÷ (save read + \`node -e 0\`) | ${fr(coldReapRatio(r))} |`,
     '',
     'Each round on a fresh node namespace with the leaks made anew; the save read and `node -e 0` ran on the same node state just before the reap, in turn; the ratio is paired by round. Every reap brought the node’s whole ruleset back to its baseline.',
+    ...(r.first === undefined
+      ? []
+      : [
+          '',
+          `The command’s first run came before the rounds, the same way: its code was not in the CLI’s code cache yet, and it wrote it (the first run after an install). It took ${f1(r.first.cliMs)} ms against ${f1(r.first.saveMs)} + ${f1(r.first.nodeMs)} ms: ${f2(r.first.cliMs / (r.first.saveMs + r.first.nodeMs))}×, one run.`,
+        ]),
     '',
   ];
 }

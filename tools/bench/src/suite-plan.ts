@@ -83,7 +83,7 @@ function planOf(quick: boolean, reapAllocs: string | undefined): SuitePlan {
     reapAgent: { leaks: quick ? 1000 : 5000, live: quick ? 5 : 20, rounds: quick ? 1 : 16 },
     // Three contenders: a Williams square balances its neighbours over 6 rounds.
     cli: { rounds: quick ? 6 : 18 },
-    reapCli: { leaks: 1000, rounds: quick ? 3 : 10 },
+    reapCli: { leaks: 1000, rounds: quick ? 3 : 20 },
   };
 }
 

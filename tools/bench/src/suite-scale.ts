@@ -17,7 +17,8 @@ import type { BenchAgent, BenchAgentOptions } from './agent-process.js';
 import { agentOps, startInner, writeDefaultConflist } from './contenders.js';
 import type { OpResult } from './contenders.js';
 import { BenchError } from './errors.js';
-import { NODE_BARE, interleavedProcesses } from './fresh-process.js';
+import { NODE_BARE, interleavedProcesses, timedProcess } from './fresh-process.js';
+import type { TimedRun } from './fresh-process.js';
 import { startGoCni } from './gocni.js';
 import { roundOrder } from './interleave.js';
 import { CLI_MAIN } from './paths.js';
@@ -153,7 +154,11 @@ async function climb(at: ClimbAt, M: number, peerLive: number) {
   return { setupMs, peer: { live: Math.min(peerLive, M), setupMs: peerMs } };
 }
 
-/** `allocnet alloc list` against the agent holding M, with `node -e 0`, in turn; each lists M. */
+/**
+ * `allocnet alloc list` against the agent holding M, with `node -e 0`, in turn; each lists M.
+ * One untimed run first: the command's first run writes its code into the CLI's code cache
+ * (suite-cli.ts times such a run apart for `version`, `--help` and the cold reap).
+ */
 async function allocList(
   node: TestNetns,
   socket: string,
@@ -161,13 +166,15 @@ async function allocList(
   rounds: number,
 ): Promise<ProcessSamples<'node' | 'list'>> {
   const list = [process.execPath, CLI_MAIN, 'alloc', 'list', '--address', socket];
-  return interleavedProcesses(node.path, { node: NODE_BARE, list }, rounds, (k, run) => {
+  const check = (k: 'node' | 'list', run: TimedRun) => {
     const listed = run.stdout.split('\n').filter((l) => l.includes('5ca1e000-')).length;
     if (k === 'list' && listed !== M)
       throw new BenchError(`allocnet alloc list listed ${listed} of ${M} allocations`, {
         code: 'not-exact',
       });
-  });
+  };
+  check('list', await timedProcess(node.path, list));
+  return interleavedProcesses(node.path, { node: NODE_BARE, list }, rounds, check);
 }
 
 /** Fresh agents holding nothing on an empty node: each one's spawn to its first answer. */

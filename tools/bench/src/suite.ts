@@ -24,7 +24,8 @@
 //
 //   node tools/bench/dist/suite.js [--quick] [--out DIR] [--docs] [--only a,b]
 //        [--reap-allocs 1000,5000] [--plugin-dir DIR]
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireNetworkTestHost } from '@allocnet/testns';
 import { environment } from './env.js';
@@ -51,6 +52,11 @@ await requireNetworkTestHost([
   `${ctx.pluginDir}/bridge`, GOCNI_DRIVER, AGENT_MAIN, CLI_MAIN, join(DIST, 'suite-inner.js'),
 ]); // prettier-ignore
 const started = Date.now();
+// The CLI's code cache (packages/cli's code-cache.ts) in a directory of the run's own, empty at
+// its start as after an install: no run reads another's, nor the host's /var/cache/allocnet. Each
+// command's first run writes it (the CLI scenarios time that run apart, suite-cli.ts).
+const cliCache = mkdtempSync(join(tmpdir(), 'allocnet-bench-cli-cache-'));
+process.env.ALLOCNET_CLI_CACHE_DIR = cliCache;
 /** Each scenario's seconds, in the order run. */
 const scenarioS: Record<string, number> = {};
 async function run<T>(name: Scenario, fn: () => Promise<T>): Promise<T | undefined> {
@@ -81,6 +87,7 @@ try {
   };
 } finally {
   await removeLibcniCache(ctx.peerIds, hadLibcniDirs);
+  rmSync(cliCache, { recursive: true, force: true });
 }
 const final: SuiteResults = { ...results, durationS: (Date.now() - started) / 1000 };
 mkdirSync(flags.out, { recursive: true });

@@ -117,6 +117,11 @@ export interface ScaleRun {
 export interface CliRun {
   readonly rounds: number;
   readonly ms: ProcessSamples<'node' | 'version' | 'help'>;
+  /**
+   * The first run of `version` and of `--help`, before the rounds: its code not in the CLI's code
+   * cache yet, which it writes (absent from runs made before the cache).
+   */
+  readonly firstMs?: { readonly version: number; readonly help: number };
 }
 
 /** Every reap of one case, in milliseconds. */
@@ -141,6 +146,11 @@ export interface ReapCliRun {
   readonly cliMs: readonly number[];
   readonly saveMs: readonly number[];
   readonly nodeMs: readonly number[];
+  /**
+   * The command's first run, before the rounds, with its comparators: its code not in the CLI's
+   * code cache yet, which it writes (absent from runs made before the cache).
+   */
+  readonly first?: { readonly cliMs: number; readonly saveMs: number; readonly nodeMs: number };
 }
 
 export interface ReapRun {
