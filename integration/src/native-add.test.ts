@@ -6,18 +6,26 @@
 // each leave what the plugins' own DEL leaves. Needs root and containernetworking-plugins.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createCniRuntime, createNodePluginExec, parseNetworkConfig } from '@allocnet/cni';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CniError,
+  createCniRuntime,
+  createNodePluginExec,
+  parseNetworkConfig,
+} from '@allocnet/cni';
 import { allocChains, createCniConfigurator } from '@allocnet/cni-configurator';
 import type { AllocAttachment, AllocNetworkSpec } from '@allocnet/cni-configurator';
 import { createIptables } from '@allocnet/iptables-node';
 import { requireNetworkTestHost } from '@allocnet/testns';
 import type { TestNetns } from '@allocnet/testns';
 import { labPerTest } from './fixtures/lab-per-test.js';
+import { waitFor } from './fixtures/wait.js';
 
 const PLUGIN_DIR = '/usr/lib/cni';
 const BRIDGE = 'natbr0';
 const ALLOC_ID = '00000000-0000-4000-8000-00000000a030';
 const SECOND_ID = '00000000-0000-4000-8000-00000000a031';
+const THIRD_ID = '00000000-0000-4000-8000-00000000a032';
 
 const t = labPerTest();
 
@@ -50,7 +58,11 @@ function conflist(ipamDir: string, portmap: Record<string, unknown>) {
 }
 
 /** A configurator on `node` whose conf dir holds the network. */
-async function configuratorOn(node: TestNetns, portmap: Record<string, unknown>) {
+async function configuratorOn(
+  node: TestNetns,
+  portmap: Record<string, unknown>,
+  runtime = runtimeOn(node),
+) {
   const confDir = join(t.tmp.path, `conf-${node.name}`);
   await mkdir(confDir, { recursive: true });
   await writeFile(
@@ -58,7 +70,7 @@ async function configuratorOn(node: TestNetns, portmap: Record<string, unknown>)
     JSON.stringify(conflist(join(t.tmp.path, `ipam-${node.name}`), portmap)),
   );
   const made = await createCniConfigurator({
-    runtime: runtimeOn(node),
+    runtime,
     iptables: {
       ipv4: createIptables({ netns: node.path }),
       ipv6: createIptables({ family: 'ipv6', netns: node.path }),
@@ -308,6 +320,59 @@ describe('the native ADD of the firewall and portmap', () => {
     const second = await c.setup({ ...spec, allocId: SECOND_ID }, (await t.lab.container()).path);
     expect(await flows()).toEqual(['5354']);
     await c.teardown(SECOND_ID, second.attachment);
+  });
+
+  it('a setup given an address another setup picked writes its rules once that setup removed its own', async () => {
+    // 200 setups at once (alloc-runner.test.ts): a setup whose search passed 64 taken addresses
+    // leaves the choice to host-local, which may give it one another setup picked, and wrote
+    // rules for, while that one's ADD ran; that one's host-local then refuses it. Here the second
+    // setup asks for the first one's picks itself (`ips`), which the search never touches either.
+    const node = await t.lab.node('pick');
+    const runtime = runtimeOn(node);
+    const c = await configuratorOn(node, {}, runtime);
+    // The bridge is there: the next setup writes its rules while its ADD runs.
+    await c.setup(spec, (await t.lab.container()).path);
+    const forward = async () => (await node.exec(['iptables', '-S', 'CNI-FORWARD'])).stdout;
+    const add = runtime.add.bind(runtime);
+    let second: Promise<unknown> | undefined;
+    let secondAdded = false;
+    let picked: string[] = [];
+    runtime.add = async (network, attachment, call) => {
+      if (attachment.containerId === SECOND_ID) {
+        const added = await add(network, attachment, call);
+        secondAdded = true;
+        return added;
+      }
+      if (attachment.containerId !== THIRD_ID) return add(network, attachment, call);
+      picked = (network.plugins[1]?.raw.args as { cni: { ips: string[] } }).cni.ips;
+      expect(picked).toEqual(['10.77.0.3', 'fd00:77::3']);
+      // Its rules for its picks are in while its ADD runs.
+      await waitFor('the picked address’s firewall rules', async () =>
+        (await forward()).includes('-d 10.77.0.3/32') ? true : undefined,
+      );
+      second = c.setup(
+        { ...spec, allocId: SECOND_ID, ports: [], ips: picked },
+        (await t.lab.container()).path,
+      );
+      await waitFor('the second setup’s ADD', () =>
+        Promise.resolve(secondAdded ? true : undefined),
+      );
+      // Time for the second setup's write, had it not waited.
+      await sleep(500);
+      // host-local refuses the pick: it went to the second setup.
+      throw new CniError('requested IP address 10.77.0.3 is not available', {
+        code: 'invalid-config',
+        msg: 'not available',
+      });
+    };
+    await expect(
+      c.setup({ ...spec, allocId: THIRD_ID, ports: [] }, (await t.lab.container()).path),
+    ).rejects.toMatchObject({ code: 'setup-failed' });
+    const given = (await second) as Awaited<ReturnType<typeof c.setup>>;
+    expect([given.status.address, given.status.addressIpv6]).toEqual(picked);
+    // Every rule of the second setup is there: the first one's removal came before its write.
+    expect(await c.check(given.attachment)).toEqual({ ran: true });
+    expect(await forward()).toContain('-A CNI-FORWARD -d 10.77.0.3/32 -m conntrack');
   });
 
   it('runs portmap itself for an option it does not know (conditionsV4)', async () => {

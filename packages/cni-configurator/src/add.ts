@@ -95,13 +95,19 @@ async function attemptAdd(
     // Awaited below; a failure must not count as unhandled meanwhile.
     writing.catch(() => undefined);
   };
+  /** The answer's addresses once no other attempt holds them (`AddressPicks.free`). */
+  const freed = (result: CniResult) =>
+    ctx.picks.free(
+      result.ips.map((ip) => ip.address.split('/')[0] ?? ''),
+      picked?.holder,
+    );
   if (native !== undefined && picked !== undefined && early)
     begin(pickedResult(picked.addresses, attachment));
   let answered = false;
   const onPluginResult = (type: string, result: CniResult) => {
     if (native === undefined || type !== native.mainType || answered) return;
     answered = true;
-    if (told === undefined || writing === undefined) begin(result);
+    if (told === undefined || writing === undefined) begin(result, freed(result));
     else if (!native.sameRules(told, result)) {
       const stale = told;
       logger.warn('the main plugin gave other addresses than picked; writing the rules again', {
@@ -109,9 +115,15 @@ async function attemptAdd(
         picked: stale.ips.map((ip) => ip.address),
         given: result.ips.map((ip) => ip.address),
       });
+      // Its picks go once their rules are gone, before it waits for others' (two setups given
+      // each other's picks would otherwise wait for each other).
+      const unwritten = writing
+        .catch(() => undefined)
+        .then(() => native.unwrite(stale, call))
+        .finally(() => picked?.done());
       begin(
         result,
-        writing.catch(() => undefined).then(() => native.unwrite(stale, call)),
+        unwritten.then(() => freed(result)),
       );
     }
     const rules = writing as Promise<void>;

@@ -19,6 +19,7 @@ import { batchedChainReader } from './chain-reader.js';
 import type { ReadChain } from './chain-reader.js';
 import { invalidField } from './errors.js';
 import { networkFacts } from './facts.js';
+import { AddressPicks } from './picks.js';
 import { createNodeKernel } from './node.js';
 import type { NodeKernel } from './node.js';
 import { createRooms } from './room.js';
@@ -64,8 +65,8 @@ export interface ConfiguratorContext {
   readonly readChain: ReadChain;
   /** The room of a host-local directory (room.ts): reclaims and new setups take turns in it. */
   readonly room: (dir: string) => Room;
-  /** Addresses picked for host-local whose ADD has not ended, per directory (native-pick.ts). */
-  readonly picks: Map<string, Set<string>>;
+  /** Addresses picked for host-local whose attempt has not ended (native-pick.ts). */
+  readonly picks: AddressPicks;
   /** A network's facts, read once per distinct config. */
   factsOf(network: NetworkConfig): NetworkFacts;
   /** The network an attachment was set up with, parsed once per distinct config. */
@@ -133,7 +134,7 @@ export async function createContext(options: CniConfiguratorOptions): Promise<Co
     node: options.node ?? createNodeKernel(iptables.ipv4.netns),
     readChain: batchedChainReader(iptables),
     room: createRooms(),
-    picks: new Map(),
+    picks: new AddressPicks(),
     factsOf,
     snapshotNetwork(a) {
       let network = snapshots.get(a.network.config);

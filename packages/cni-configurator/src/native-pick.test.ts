@@ -8,6 +8,7 @@ import { silentLogger } from '@allocnet/base';
 import { parseNetworkConfig } from '@allocnet/cni';
 import { tempDir } from '@allocnet/cni/testing';
 import { addressPicker, candidates, rangeSetsOf } from './native-pick.js';
+import { AddressPicks } from './picks.js';
 
 const n = (a: string) =>
   ipaddr
@@ -85,7 +86,7 @@ describe('addressPicker', () => {
   afterEach(async () => {
     await tmp.remove();
   });
-  const ctx = () => ({ picks: new Map<string, Set<string>>(), logger: silentLogger });
+  const ctx = () => ({ picks: new AddressPicks(), logger: silentLogger });
   const network = (main: Record<string, unknown>, ipam: Record<string, unknown> = {}) =>
     parseNetworkConfig(
       {
@@ -104,6 +105,26 @@ describe('addressPicker', () => {
     );
   const plain = { args: [] as [string, string][], capabilityArgs: {} };
 
+  it('lets a write for an address another attempt picked wait until that attempt ended', async () => {
+    await mkdir(join(tmp.path, 'n'));
+    const c = ctx();
+    const pick = addressPicker(network({}), plain, c);
+    const held = pick?.(network({}));
+    expect(held?.addresses).toEqual(['10.1.0.2/29']);
+    const order: string[] = [];
+    // Its own picks never hold the attempt up; another's do, until it ends.
+    await c.picks.free(['10.1.0.2'], held?.holder);
+    const waiting = c.picks.free(['10.1.0.3', '10.1.0.2']).then(() => order.push('free'));
+    await new Promise((resolve) => setImmediate(resolve));
+    order.push('ended');
+    held?.done();
+    await waiting;
+    expect(order).toEqual(['ended', 'free']);
+    // Nothing held: at once.
+    await c.picks.free(['10.1.0.2']);
+    expect([...c.picks.busy(join(tmp.path, 'n'))]).toEqual([]);
+  });
+
   it('skips files and addresses picked by setups whose ADD has not ended, and asks for the rest', async () => {
     await mkdir(join(tmp.path, 'n'));
     await writeFile(join(tmp.path, 'n', 'last_reserved_ip.0'), '10.1.0.2');
@@ -117,7 +138,7 @@ describe('addressPicker', () => {
     // As host-local's result will give them: with the range's prefix.
     expect([first?.addresses, second?.addresses]).toEqual([['10.1.0.4/29'], ['10.1.0.5/29']]);
     first?.done();
-    expect([...(c.picks.get(join(tmp.path, 'n')) ?? [])]).toEqual(['10.1.0.5']);
+    expect([...c.picks.busy(join(tmp.path, 'n'))]).toEqual(['10.1.0.5']);
     // Free again once its ADD ended without a reservation.
     expect(pick?.(network({}))?.network.plugins[1]?.raw.args).toEqual({
       cni: { ips: ['10.1.0.4'] },

@@ -34,6 +34,8 @@ import type { Logger } from '@allocnet/base';
 import type { Attachment, NetworkConfig } from '@allocnet/cni';
 import { withRequestedIps } from './holds.js';
 import { argsNeedPlugin, nativePluginOf } from './native-check.js';
+import { newHolder } from './picks.js';
+import type { AddressPicks, Holder } from './picks.js';
 
 /** One host-local range, canonical, as numbers. */
 interface Range {
@@ -129,9 +131,6 @@ export function* candidates(set: readonly Range[], last: bigint | undefined): Ge
   }
 }
 
-/** Addresses picked by this process's setups whose ADD has not ended, per directory. */
-type AddressPicks = Map<string, Set<string>>;
-
 /** Picks for one attempt of an ADD of `chain`; undefined when host-local must choose. */
 export type AddressPick = (chain: NetworkConfig) => Picked | undefined;
 
@@ -148,6 +147,8 @@ export interface Picked {
    * for them are in or removed (add.ts).
    */
   readonly done: () => void;
+  /** The attempt's hold on them, for `AddressPicks.free`. */
+  readonly holder: Holder;
 }
 
 function lastReserved(dir: string, set: number): bigint | undefined {
@@ -205,24 +206,23 @@ export function addressPicker(
   if (sets === undefined) return undefined;
   const dir = plugin.ipamDir;
   return (chain) => {
-    let busy = picks.get(dir);
-    if (busy === undefined) picks.set(dir, (busy = new Set()));
-    const taken: string[] = [];
+    const holder = newHolder();
     const addresses: string[] = [];
     const done = () => {
-      for (const a of taken) busy.delete(a);
+      picks.release(holder);
     };
     for (const [index, set] of sets.entries()) {
-      const picked = pickIn(dir, index, set, busy);
+      const picked = pickIn(dir, index, set, picks.busy(dir));
       if (picked === undefined) {
         done();
         return undefined;
       }
-      busy.add(picked.address);
-      taken.push(picked.address);
+      picks.hold(holder, dir, picked.address);
+      holder.taken.push({ dir, address: picked.address });
       addresses.push(`${picked.address}/${picked.prefix}`);
     }
+    const taken = holder.taken.map((t) => t.address);
     logger.debug('host-local asked for the addresses the setup picked', { dir, addresses: taken });
-    return { network: withRequestedIps(chain, taken), addresses, done };
+    return { network: withRequestedIps(chain, taken), addresses, done, holder };
   };
 }
