@@ -27,8 +27,8 @@ done
 [[ "$version" =~ ^[0-9][0-9A-Za-z.+~]*$ ]] || die "--version $version: want digits first, then letters, digits, . + ~"
 command -v dpkg-deb >/dev/null || die "dpkg-deb is missing (Debian's dpkg)"
 command -v go >/dev/null || die "go is missing: run tools/setup.sh (it installs golang-go)"
-for p in agent cli; do
-  [ -f "packages/$p/dist/main.js" ] || die "packages/$p is not built: run tools/setup.sh"
+for entry in agent/dist/main.js cli/dist/main.cjs; do
+  [ -f "packages/$entry" ] || die "packages/${entry%%/*} is not built: run tools/setup.sh"
 done
 
 arch=$(dpkg --print-architecture)
@@ -105,8 +105,8 @@ EOF
 
 # 2. The commands: node run on the packages' entry points.
 mkdir -p "$root/usr/bin"
-for bin in allocnet:cli allocnet-agent:agent; do
-  printf '#!/bin/sh\nexec /usr/bin/node /usr/lib/allocnet/packages/%s/dist/main.js "$@"\n' \
+for bin in allocnet:cli/dist/main.cjs allocnet-agent:agent/dist/main.js; do
+  printf '#!/bin/sh\nexec /usr/bin/node /usr/lib/allocnet/packages/%s "$@"\n' \
     "${bin#*:}" >"$root/usr/bin/${bin%%:*}"
   chmod 0755 "$root/usr/bin/${bin%%:*}"
 done

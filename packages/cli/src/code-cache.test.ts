@@ -188,7 +188,7 @@ describe('loadBundle', () => {
 });
 
 describe('the built command', () => {
-  const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+  const MAIN = fileURLToPath(new URL('../dist/main.cjs', import.meta.url));
   const run = (cacheDir: string, ...args: string[]) =>
     new Promise<string>((resolve, reject) => {
       execFile(

@@ -71,7 +71,7 @@ describe('exit statuses', () => {
 
 describe('a reader that closes the pipe early', () => {
   it('ends the command quietly with 141, as a death by SIGPIPE reads in a shell', async () => {
-    const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+    const main = fileURLToPath(new URL('../dist/main.cjs', import.meta.url));
     const child = spawn(process.execPath, [main, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
     // Closed before the command has started, so its first write finds no reader.
     child.stdout.destroy();

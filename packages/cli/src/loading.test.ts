@@ -15,7 +15,7 @@ import { tempDir } from '@allocnet/cni/testing';
 import { loadAllocnetProto } from '@allocnet/proto';
 import type { AllocNetworkServiceHandlers, OperatorServiceHandlers } from '@allocnet/proto';
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../dist/main.cjs', import.meta.url));
 const RECORDER = fileURLToPath(new URL('./fixtures/record-modules.mjs', import.meta.url));
 
 /** What a short command must not load: the agent and what only it and `--local` use. */
@@ -158,8 +158,8 @@ describe('what a command loads', () => {
         expect({ args, code }).toEqual({ args, code: 0 });
         expect(stdout).not.toBe('');
         // the recorder saw the CLI itself and its parser
-        expect(among(packages, ['@allocnet/cli/main.js', 'commander'])).toEqual([
-          '@allocnet/cli/main.js',
+        expect(among(packages, ['@allocnet/cli/main.cjs', 'commander'])).toEqual([
+          '@allocnet/cli/main.cjs',
           'commander',
         ]);
         expect({ args, loaded: among(packages, [...HEAVY, ...GRPC]) }).toEqual({

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The `allocnet` command: the bundle of cli.ts (dist/allocnet.cjs, scripts/bundle.mjs), compiled
-// with its code cache (code-cache.ts), run with this process's argv and stdio.
+// with its code cache (code-cache.ts), run with this process's argv and stdio. Built into
+// dist/main.cjs, with code-cache.ts, as CommonJS: Node then starts without its ES module loader
+// (about 16 ms of `allocnet version`'s start, docs/cli.md).
 import { homedir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type * as Cli from './cli.js';
@@ -25,9 +27,13 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   process.exit(cli.SIGPIPE_EXIT);
 });
 
-// The agent's packages are not in the bundle: imported from here, as modules.
-process.exitCode = await cli.runCli(
-  argv,
-  { stdout: process.stdout, stderr: process.stderr, env: process.env },
-  () => Promise.all([import('@allocnet/agent'), import('@allocnet/dev-sandbox')]),
-);
+// The agent's packages are not in the bundle: imported from here, as modules. No top-level
+// `await`: this file runs as CommonJS (dist/main.cjs). A rejection, a bug, ends the process as
+// an unhandled one does, with its stack.
+void cli
+  .runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env }, () =>
+    Promise.all([import('@allocnet/agent'), import('@allocnet/dev-sandbox')]),
+  )
+  .then((code) => {
+    process.exitCode = code;
+  });

@@ -10,6 +10,6 @@ export const DIST = here;
 /** The agent, built. */
 export const AGENT_MAIN = join(REPO, 'packages', 'agent', 'dist', 'main.js');
 /** The CLI, built: what the `allocnet` command runs. */
-export const CLI_MAIN = join(REPO, 'packages', 'cli', 'dist', 'main.js');
+export const CLI_MAIN = join(REPO, 'packages', 'cli', 'dist', 'main.cjs');
 /** Where every benchmark writes its JSON by default. */
 export const RESULTS = join(REPO, 'tools', 'bench', 'results');

@@ -105,7 +105,7 @@ export function cliSection(c: CliRun): string[] {
     line('`allocnet version`', 'version'),
     line('`allocnet --help`', 'help'),
     '',
-    'Each command a new process (`node packages/cli/dist/main.js …`, what the `allocnet` bin runs), timed from its spawn to its end; `version` asks for an agent on a socket where none listens. The ratios are paired by round.',
+    'Each command a new process (`node packages/cli/dist/main.cjs …`, what the `allocnet` bin runs), timed from its spawn to its end; `version` asks for an agent on a socket where none listens. The ratios are paired by round.',
     ...(c.firstMs === undefined
       ? []
       : [

@@ -17,7 +17,7 @@ import { echo, startEchoServer } from '@allocnet/testns';
 import type { EchoServer } from '@allocnet/testns';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CLI = resolve(here, '..', '..', '..', 'packages', 'cli', 'dist', 'main.js');
+const CLI = resolve(here, '..', '..', '..', 'packages', 'cli', 'dist', 'main.cjs');
 const bold = (s: string) => (process.stdout.isTTY ? `\u001b[1m${s}\u001b[0m` : s);
 const dim = (s: string) => (process.stdout.isTTY ? `\u001b[2m${s}\u001b[0m` : s);
 
