@@ -331,6 +331,56 @@ describe('startAgent', () => {
     operator.close();
   });
 
+  it('hands memory back once a burst of operations is over, not while one runs', async () => {
+    const handBacks: number[] = [];
+    let rss = 100;
+    const c = config();
+    await start(c, {
+      idleHandBack: {
+        idleMs: 50,
+        growthMiB: 1,
+        rssMiB: () => (rss += 1),
+        handBack: () => Promise.resolve(handBacks.push(Date.now())),
+      },
+    });
+    const handedBack = () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          if (lines.some((l) => l.message === 'handed memory back after a burst of operations'))
+            resolve();
+          else setTimeout(done, 10);
+        };
+        done();
+      });
+    // The first reconcile's scan is an operation too: its hand-back comes first.
+    await handedBack();
+    expect(handBacks).toHaveLength(1);
+    lines.length = 0;
+    const hold = createDeferred();
+    configurator.before = (call) => (call.method === 'setup' ? hold.promise : undefined);
+    const client = createAllocNetworkClient(
+      `unix://${c.socket}`,
+      grpc.credentials.createInsecure(),
+    );
+    try {
+      const setup = unary(client, 'SetupAllocNetwork', {
+        allocId: 'a1',
+        namespace: 'default',
+        jobId: 'web',
+        groupName: 'api',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(handBacks).toHaveLength(1);
+      hold.resolve();
+      await setup;
+    } finally {
+      hold.resolve();
+      client.close();
+    }
+    await handedBack();
+    expect(handBacks).toHaveLength(2);
+  });
+
   it('reloads: the CNI configs, the log level live, and says what needs a restart', async () => {
     const c = config();
     const agent = await start(c, {

@@ -110,6 +110,7 @@ async function stopParts(
   await step('socket file', () => parts.servers.socket.release());
   // Waits for every runner operation, the ones of cancelled calls rolling back included.
   await step('runner', () => parts.runner.close());
+  parts.stopIdleHandBack();
   await step('configurator', () => parts.configurator.close());
   const { metricsServer } = parts;
   if (metricsServer !== undefined) await step('metrics listener', () => metricsServer.close());

@@ -22,6 +22,8 @@ import { restoreInBackground } from './background.js';
 import type { AgentConfig } from './config.js';
 import { AgentError, checkNotAborted, messageOf } from './errors.js';
 import { wireCniDoor } from './compose-cni.js';
+import { createIdleHandBack, trackingOperations } from './memory.js';
+import type { IdleHandBack, IdleHandBackOptions } from './memory.js';
 import type { CniDoor } from './compose-cni.js';
 import { readHolder, tryLockExclusive, writeHolder } from '@allocnet/libc';
 import type { HeldLock } from '@allocnet/libc';
@@ -60,6 +62,8 @@ export interface AgentSeams {
   readonly netns?: NetnsManager;
   /** Node process metrics in the registry. Default true. */
   readonly processMetrics?: boolean;
+  /** The hand-back of memory after a burst of operations (memory.ts). Default its defaults. */
+  readonly idleHandBack?: IdleHandBackOptions;
 }
 
 export interface ComposeOptions {
@@ -87,6 +91,8 @@ export interface ComposedAgent {
   readonly cniServer: CniDoor['server'];
   /** Stops the DEL queue's periodic replay (the one at start is done). */
   readonly stopCniQueue: () => void;
+  /** No more hand-backs of memory after a burst (memory.ts): once the runner is closed. */
+  readonly stopIdleHandBack: () => void;
   /** Lets another agent open the data dir: the last step of a stop. */
   readonly releaseDataDir: () => void;
   readonly metricsServer: MetricsServer | undefined;
@@ -234,16 +240,20 @@ async function openConfigurator(
   return { runtime, configurator };
 }
 
-/** The runner over the configurator, its store opened in the data dir. */
+/**
+ * The runner over the configurator, its store opened in the data dir; its operations marked for
+ * the idle hand-back.
+ */
 async function openRunner(
   options: ComposeOptions,
   configurator: AgentConfigurator,
+  idle: IdleHandBack,
 ): Promise<AllocRunner> {
   const { config, logger, seams, opened } = options;
   let runner: AllocRunner;
   try {
     runner = await createAllocRunner({
-      configurator,
+      configurator: trackingOperations(configurator, () => idle.begin()),
       dataDir: config.dataDir,
       netnsPrefix: config.netnsPrefix,
       maxConcurrent: config.concurrency,
@@ -358,7 +368,13 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
   const made: { runner?: AllocRunner } = {};
   const metrics = metricsOf(() => made.runner, options.version, options.seams);
   const { runtime, configurator } = await openConfigurator(options, metrics);
-  const theRunner = await openRunner(options, configurator);
+  // A burst of operations leaves garbage that idle time alone does not give back (memory.ts).
+  const idle = createIdleHandBack(logger, options.seams.idleHandBack);
+  opened.push('idle hand-back', () => {
+    idle.stop();
+    return Promise.resolve();
+  });
+  const theRunner = await openRunner(options, configurator, idle);
   made.runner = theRunner;
   checkNotAborted(signal);
   // The CNI server listens before restore, answering 503 until restore and the queue replay
@@ -404,6 +420,9 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
     servers,
     cniServer: cniDoor.server,
     stopCniQueue: cniDoor.stopQueue,
+    stopIdleHandBack: () => {
+      idle.stop();
+    },
     releaseDataDir: () => {
       dataDirLock.release();
     },

@@ -4,6 +4,7 @@
 // to their first answer, then a restart (first answer, restore finished, RSS before and after),
 // then every allocation torn down one at a time.
 import { mkdir } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { TestNetns } from '@allocnet/testns';
 import {
@@ -193,6 +194,25 @@ async function servingEmpty(options: BenchAgentOptions, count: number): Promise<
   return out;
 }
 
+/**
+ * The agent's usage once it handed back a burst's memory: its next `handed memory back after a
+ * burst of operations` line (the agent waits 8 s without an operation, memory.ts), or after 30 s
+ * without one (the burst grew it too little to be worth one).
+ */
+async function idleUsage(agent: BenchAgent): Promise<{ rssMiB: number; cpuSeconds: number }> {
+  const message = 'handed memory back after a burst of operations';
+  const seen = agent.lines().filter((l) => l.fields.message === message).length;
+  const deadline = performance.now() + 30_000;
+  while (agent.lines().filter((l) => l.fields.message === message).length === seen) {
+    if (performance.now() > deadline) {
+      log(`scale: the agent handed back no memory within 30 s of the last setup`);
+      break;
+    }
+    await sleep(200);
+  }
+  return processUsage(agent.pid);
+}
+
 /** The agent up to M live allocations one at a time, a restart, then all torn down one at a time. */
 export async function scale(ctx: SuiteContext, plan: SuitePlan['scale']): Promise<ScaleRun> {
   const { live: M, window, floorAllocs: FLOOR, checkRounds, peerLive } = plan;
@@ -223,6 +243,7 @@ export async function scale(ctx: SuiteContext, plan: SuitePlan['scale']): Promis
       const peerCtrs = all.slice(M + 2 * FLOOR);
       const climbed = await climb({ ctx, agent, alloc, peerNode, peerCtrs, dir }, M, PEER);
       const after = processUsage(agent.pid);
+      const idle = await idleUsage(agent);
       log(`scale: allocnet alloc list with ${M} live allocations, ${plan.listRounds} rounds`);
       const socket = join(options.dir, 'run', 'agent.sock');
       const listed = await allocList(node, socket, M, plan.listRounds);
@@ -250,7 +271,8 @@ export async function scale(ctx: SuiteContext, plan: SuitePlan['scale']): Promis
         window,
         setupMs: climbed.setupMs,
         teardownMs,
-        rssMiB: after.rssMiB,
+        rssMiB: idle.rssMiB,
+        rssAtLastSetupMiB: after.rssMiB,
         rssAfterRestoreMiB: afterRestore.rssMiB,
         cpuSecondsPerSetup: (after.cpuSeconds - before.cpuSeconds) / M,
         restart: restarted.restart,

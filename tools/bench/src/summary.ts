@@ -78,8 +78,13 @@ export interface ScaleRun {
   readonly setupMs: readonly number[];
   /** Teardown i was made with live - i allocations live. */
   readonly teardownMs: readonly number[];
-  /** The agent's RSS with `live` allocations, before the restart. */
+  /**
+   * The agent's RSS with `live` allocations, before the restart: once it handed back the climb's
+   * memory (its idle hand-back's log line), or 30 s after the last setup without one.
+   */
   readonly rssMiB: number;
+  /** Its RSS right after the last setup of the climb. */
+  readonly rssAtLastSetupMiB: number;
   /** Its RSS after the restart, once the agent logged its restore and first reconcile done. */
   readonly rssAfterRestoreMiB: number;
   readonly cpuSecondsPerSetup: number;
