@@ -2,6 +2,7 @@
 // commands that read (listing.ts), that change one rule or chain (changes.ts), that are one
 // batch (restore.ts) and that go by nf_tables rule handle (handles.ts). How a command runs and
 // fails is commands.ts.
+import { nfTablesByLink } from './backend.js';
 import { createCommands } from './commands.js';
 import { IptablesError } from './errors.js';
 import { createSpawnExec } from './exec.js';
@@ -87,16 +88,25 @@ export function createIptables(options: IptablesOptions = {}): Iptables {
   const nft = options.nft ?? openNftLink;
   const listing = listingOps(commands);
   let nfTables: Promise<boolean> | undefined;
-  /** Whether `iptables --version` says nf_tables (asked once; a failure says no, and is asked again). */
+  /**
+   * Whether iptables is iptables-nft: by the binary its links end at (backend.ts) when commands
+   * run the default way, else as `iptables --version` says (asked once; a failure says no, and is
+   * asked again).
+   */
   const isNfTables = (): Promise<boolean> => {
+    if (nfTables !== undefined) return nfTables;
     const [main = 'iptables'] = commands.tableArgs('filter');
-    nfTables ??= commands
-      .run([main, '--version'], undefined)
-      .then((out) => out.includes('(nf_tables)'))
-      .catch(() => {
-        nfTables = undefined;
-        return false;
-      });
+    const byLink = options.exec === undefined ? nfTablesByLink(main, process.env.PATH) : undefined;
+    nfTables =
+      byLink !== undefined
+        ? Promise.resolve(byLink)
+        : commands
+            .run([main, '--version'], undefined)
+            .then((out) => out.includes('(nf_tables)'))
+            .catch(() => {
+              nfTables = undefined;
+              return false;
+            });
     return nfTables;
   };
   return {
