@@ -379,6 +379,21 @@ describe('startAgent', () => {
     }
     await handedBack();
     expect(handBacks).toHaveLength(2);
+    // Calls hold it back too: a client asking every 20 ms, longer than idleMs, then stopping.
+    lines.length = 0;
+    const asking = createAllocNetworkClient(
+      `unix://${c.socket}`,
+      grpc.credentials.createInsecure(),
+    );
+    const until = Date.now() + 300;
+    while (Date.now() < until) {
+      await unary(asking, 'ListAllocNetworks', {});
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    asking.close();
+    expect(handBacks).toHaveLength(2);
+    await handedBack();
+    expect(handBacks).toHaveLength(3);
   });
 
   it('reloads: the CNI configs, the log level live, and says what needs a restart', async () => {

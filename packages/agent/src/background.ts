@@ -16,6 +16,7 @@ export type WarmingConfigurator = Partial<Pick<CniConfigurator, 'warmReap'>>;
  * Restores what the last run left, then reconciles once, in the background (the runner's
  * `startInBackground`): the agent serves meanwhile, an operation on an allocation still being
  * restored waits for that one. With `after`, the holds and the restore begin once it settles.
+ * `handedBack` is told of each hand-back of memory it does (the restore's, the warm-up's).
  * Returns how many allocations are being restored.
  */
 export function restoreInBackground(
@@ -23,6 +24,7 @@ export function restoreInBackground(
   configurator: WarmingConfigurator,
   logger: AgentLogger,
   after?: Promise<unknown>,
+  handedBack: () => void = () => undefined,
 ): number {
   const { restoring, done } = runner.startInBackground(after === undefined ? {} : { after });
   done.then(
@@ -30,13 +32,14 @@ export function restoreInBackground(
       // The restore read thousands of plugin and iptables outputs: hand back the memory they
       // took (memory.ts; docs/performance.md: the RSS after a restore).
       const gcMs = await handBackMemory();
+      handedBack();
       logger.info('restored allocations from the last run', {
         ...started.restore.counts,
         durationMs: started.restore.durationMs,
         ...memoryMiB(),
         ...(gcMs === undefined ? {} : { gcMs }),
       });
-      void warmReapPath(configurator, logger);
+      void warmReapPath(configurator, logger, handedBack);
     },
     (error: unknown) => {
       if (isRunnerError(error) && error.code === 'reconcile-failed') {
@@ -66,7 +69,11 @@ export function restoreInBackground(
  * configurator's `warmReap`), so that an operator's first ReapLeaks does not run them before V8
  * has compiled them (issue 28: it was 1.21× the second). Nothing on the host is read or changed.
  */
-async function warmReapPath(configurator: WarmingConfigurator, logger: AgentLogger): Promise<void> {
+async function warmReapPath(
+  configurator: WarmingConfigurator,
+  logger: AgentLogger,
+  handedBack: () => void,
+): Promise<void> {
   if (configurator.warmReap === undefined) return;
   const started = performance.now();
   try {
@@ -75,6 +82,7 @@ async function warmReapPath(configurator: WarmingConfigurator, logger: AgentLogg
     const durationMs = Math.round(performance.now() - started);
     // The warm-up built a reap of thousands of leaks to throw away: its memory goes back too.
     const gcMs = await handBackMemory();
+    handedBack();
     logger.info('warmed the reap path', {
       allocations: report.leaks.length,
       durationMs,

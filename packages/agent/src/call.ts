@@ -59,6 +59,8 @@ export interface CallHandlerOptions {
   readonly stopping: () => boolean;
   /** Default performance.now. */
   readonly now?: () => number;
+  /** Marks each call begun; what it returns marks it ended. */
+  readonly activity?: () => () => void;
 }
 
 /**
@@ -166,6 +168,7 @@ export function createCallHandler(options: CallHandlerOptions): CallHandler {
     after?: AfterCall,
   ): Promise<CallOutcome<T>> {
     running++;
+    const ended = options.activity?.();
     const began = now();
     const { signal, cause, dispose } = callSignal(call, options.stopping);
     const fields: LogFields = {};
@@ -208,6 +211,7 @@ export function createCallHandler(options: CallHandlerOptions): CallHandler {
     } finally {
       dispose();
       running--;
+      ended?.();
     }
   }
 

@@ -282,6 +282,8 @@ interface GrpcDoorParts {
   readonly metrics: AgentMetrics;
   readonly tls: TlsFiles | undefined;
   readonly token: OperatorToken;
+  /** Marks each call (the idle hand-back waits for calls too). */
+  readonly activity: () => () => void;
 }
 
 /** The reloader, the service handlers and the gRPC servers (unix socket, and TCP if set). */
@@ -319,6 +321,7 @@ async function openGrpcDoor(
     },
     reload: async () => (await reload()).catalog,
     stopping: options.stopping,
+    activity: parts.activity,
   });
   const servers = await startGrpcServers({
     handlers,
@@ -392,7 +395,9 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
   // (docs/performance.md, serving). Operations still wait for the holds (the runner's `begin`).
   let listening = () => {};
   const gate = new Promise<void>((resolve) => (listening = resolve));
-  const restoring = restoreInBackground(theRunner, configurator, logger, gate);
+  const restoring = restoreInBackground(theRunner, configurator, logger, gate, () => {
+    idle.rebase();
+  });
   checkNotAborted(signal);
   let door;
   try {
@@ -403,6 +408,7 @@ export async function composeAgent(options: ComposeOptions): Promise<ComposedAge
       metrics,
       tls,
       token,
+      activity: () => idle.begin(),
     });
   } finally {
     listening();

@@ -83,6 +83,21 @@ describe('createIdleHandBack', () => {
     idle.stop();
   });
 
+  it('counts the growth from a hand-back done another way (rebase)', async () => {
+    const { state, idle } = rig(24);
+    state.rss = 200;
+    idle.rebase();
+    state.rss = 210;
+    idle.begin()();
+    await wait(80);
+    expect(state.handBacks).toBe(0);
+    state.rss = 230;
+    idle.begin()();
+    await wait(80);
+    expect(state.handBacks).toBe(1);
+    idle.stop();
+  });
+
   it('does nothing once stopped', async () => {
     const { state, idle } = rig();
     state.rss = 200;

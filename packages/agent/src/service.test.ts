@@ -50,6 +50,8 @@ let alloc: AllocNetworkServiceClient;
 let operator: OperatorServiceClient;
 let lines: Line[];
 let reloads: number;
+/** What the handlers told of each call's begin and end (the idle hand-back's `activity`). */
+let activity: string[];
 
 const fakeRuntime = (pluginDir: string): Pick<CniRuntime, 'versions' | 'pluginDirs'> => ({
   pluginDirs: [pluginDir],
@@ -69,6 +71,7 @@ beforeEach(async () => {
   tmp = await tempDir('allocnet-agent-service-');
   lines = [];
   reloads = 0;
+  activity = [];
   configurator = createRecordingConfigurator();
   netns = createRecordingNetns();
   runner = await createAllocRunner({
@@ -119,6 +122,10 @@ beforeEach(async () => {
     stopping: () => false,
     // Every call takes 750 ms on this clock (it moves on at each reading).
     now: () => (clock += 750),
+    activity: () => {
+      activity.push('begin');
+      return () => activity.push('end');
+    },
   });
   server = new grpc.Server();
   const proto = loadAllocnetProto().allocnet.v1;
@@ -337,6 +344,12 @@ describe('AllocNetworkService', () => {
       [ID, null],
       [cniId, { runtime: 'podman', containerId, ifname: 'eth1' }],
     ]);
+  });
+
+  it('tells each call begun and ended, a failed one included', async () => {
+    await unary(alloc, 'ListAllocNetworks', {});
+    await failure(unary(alloc, 'GetAllocNetwork', { allocId: 'unknown-1' }));
+    expect(activity).toEqual(['begin', 'end', 'begin', 'end']);
   });
 
   it('answers NOT_FOUND for an allocation it does not know', async () => {

@@ -20,6 +20,8 @@ export interface ServiceDeps
   readonly stopping: () => boolean;
   /** Default performance.now. */
   readonly now?: () => number;
+  /** Marks each call begun; what it returns marks it ended (the idle hand-back, memory.ts). */
+  readonly activity?: () => () => void;
 }
 
 export interface ServiceHandlers {
@@ -35,6 +37,7 @@ export function createServiceHandlers(deps: ServiceDeps): ServiceHandlers {
     logger: deps.logger,
     stopping: deps.stopping,
     ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...(deps.activity === undefined ? {} : { activity: deps.activity }),
   });
   return {
     alloc: createAllocHandlers(deps, calls),
