@@ -79,7 +79,7 @@ export function memoryMiB(): { rssMiB: number; heapTotalMiB: number; heapUsedMiB
 
 /** When the agent hands memory back after a burst of operations (`createIdleHandBack`). */
 export interface IdleHandBackOptions {
-  /** How long no operation has run. Default IDLE_HAND_BACK.idleMs. */
+  /** How long no operation (or call) has run. Default IDLE_HAND_BACK.idleMs. */
   readonly idleMs?: number;
   /** How much the RSS grew since the last hand-back (or the start). Default IDLE_HAND_BACK.growthMiB. */
   readonly growthMiB?: number;
@@ -97,7 +97,7 @@ export interface IdleHandBackOptions {
 export const IDLE_HAND_BACK = { idleMs: 8000, growthMiB: 24 } as const;
 
 export interface IdleHandBack {
-  /** Marks an operation begun; the function it returns marks it ended (once). */
+  /** Marks an operation (or a call) begun; the function it returns marks it ended (once). */
   begin(): () => void;
   /** Memory was handed back another way (the restore's, the warm-up's): growth counts from now. */
   rebase(): void;
@@ -110,8 +110,8 @@ export interface IdleHandBack {
  * by `growthMiB` since the last hand-back, and logs it. Nothing runs while operations do. The
  * agent marks its gRPC calls as operations too: the collection stops the process for tens of
  * milliseconds (76 ms after 1,000 setups), which a call would wait out. With operations alone, a
- * CI run of the integration test of a big reap's latency (probes every 20 ms) failed twice, 168
- * and 209 ms against 23 and 12 quiet; it did not fail here, and a hand-back landing among the
+ * CI run of the integration test of a big reap's latency (probes every 20 ms) failed in both its
+ * attempts, 168 and 209 ms against 23 and 12 quiet; it did not fail here, and a hand-back landing among the
  * probes fits its timing.
  */
 export function createIdleHandBack(
