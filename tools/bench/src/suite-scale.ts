@@ -195,9 +195,9 @@ async function servingEmpty(options: BenchAgentOptions, count: number): Promise<
 }
 
 /**
- * The agent's usage once it handed back a burst's memory: its next `handed memory back after a
- * burst of operations` line (the agent waits 8 s without an operation or a call, memory.ts), or after 30 s
- * without one (the burst grew it too little to be worth one).
+ * The agent's usage once it handed back a burst's memory: at its next `handed memory back after
+ * a burst of operations` line (the agent waits 8 s without an operation or a call, memory.ts),
+ * or after 30 s without one (the burst grew it too little to be worth one).
  */
 async function idleUsage(agent: BenchAgent): Promise<{ rssMiB: number; cpuSeconds: number }> {
   const message = 'handed memory back after a burst of operations';
