@@ -7,6 +7,7 @@
 // runtime, `make`) and the iptables fixtures, which would otherwise be a public testing export or
 // a copy per file.
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -690,6 +691,58 @@ describe('teardown', () => {
       ),
     );
     // Removed beside the DEL, as part of it: nothing for the audit to report.
+    expect(report.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
+  });
+
+  it('removes the firewall’s accepts beside the DEL when it releases the address itself, and releases it only once they are gone', async () => {
+    const events: string[] = [];
+    let finish: (() => void) | undefined;
+    await make({
+      iptables: {
+        ipv4: {
+          ...createIptables({ exec: v4, nft: false }),
+          removeAccepts: () => {
+            events.push('accepts begun');
+            return new Promise((resolve) => {
+              finish = () => {
+                events.push('accepts ended');
+                resolve({ removed: 2, left: 0 });
+              };
+            });
+          },
+        },
+        ipv6: createIptables({ family: 'ipv6', exec: v6, nft: false }),
+      },
+    });
+    const { attachment } = await configurator.setup(spec, '/run/netns/a1');
+    // host-local's reservation, as its ADD wrote it: the teardown releases it itself.
+    const reservation = join(dir, 'ipam', 'nomad', '172.26.64.2');
+    await mkdir(join(dir, 'ipam', 'nomad'), { recursive: true });
+    await writeFile(reservation, `${ID}\r\neth0`);
+    v4.reply(...chains({ POSTROUTING: [], 'CNI-HOSTPORT-DNAT': [] }, 1));
+    const del = runtime.del.bind(runtime);
+    let delEnded: (() => void) | undefined;
+    const ended = new Promise<void>((resolve) => (delEnded = resolve));
+    runtime.del = async (...args) => {
+      events.push('DEL begun');
+      await del(...args);
+      events.push(`DEL ended, the reservation ${existsSync(reservation) ? 'kept' : 'gone'}`);
+      delEnded?.();
+    };
+    const tornDown = configurator.teardown(ID, attachment);
+    // The DEL runs while the accepts' removal is still going (a bounded wait: before, it waited).
+    await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    finish?.();
+    const report = await tornDown;
+    expect(events).toEqual([
+      'accepts begun',
+      'DEL begun',
+      'DEL ended, the reservation kept',
+      'accepts ended',
+    ]);
+    // bridge ran without its IPAM; the release came after the accepts went.
+    expect(runtime.calls[1]?.plugins.find((p) => p.type === 'bridge')?.ipam).toBeUndefined();
+    expect(existsSync(reservation)).toBe(false);
     expect(report.removed).toEqual({ rules: [], chains: [], reservations: [], cacheFiles: [] });
   });
 

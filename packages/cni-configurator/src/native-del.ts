@@ -17,8 +17,10 @@
 // namespace; the accepts are the recorded addresses' (the ADD's result, which the cache gives the
 // plugin as prevResult).
 //
-// The accepts go before the DEL, as the plugins' reverse order has it: the main plugin's DEL
-// releases the address, which a setup may then give to another allocation and write accepts for.
+// The accepts go before the address is released, which a setup may then give to another
+// allocation and write accepts for: before the DEL when its main plugin releases it, as the
+// plugins' reverse order has it; beside the DEL when the teardown releases it after that plugin
+// exited (native-release.ts), the release then waiting for them (teardown.ts).
 //
 // Only for plugins whose state is known to be that: portmap without a `backend` other than
 // iptables, bridge and ptp with `ipMasq` and no `ipMasqBackend` other than iptables, a firewall
@@ -46,8 +48,8 @@ export interface NativeDel {
   remove(call: CallOptions): Promise<ReadonlySet<string>>;
   /**
    * Removes the firewall's accepts of the addresses (when the firewall is left out of `network`),
-   * to be ended before the DEL; resolves the families with nothing about the addresses left
-   * (`removeFirewallAccepts`). Never throws: what stays is the audit's.
+   * to be ended before the addresses are released; resolves the families with nothing about the
+   * addresses left (`removeFirewallAccepts`). Never throws: what stays is the audit's.
    */
   unaccept(call: CallOptions): Promise<ReadonlySet<Family>>;
 }

@@ -1,5 +1,5 @@
 // When a teardown releases host-local's reservations itself (native-release.ts), and what it
-// removes. On the real plugins: integration/src/native-release.test.ts.
+// removes. On the real plugins: integration/src/native-ipam.test.ts.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { silentLogger } from '@allocnet/base';

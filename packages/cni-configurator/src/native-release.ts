@@ -24,7 +24,8 @@
 //
 // Order: bridge 1.1.1 deletes the link first and then calls its IPAM's DEL, so the address is
 // never free while the link still holds it; ptp 1.1.1 calls its IPAM's DEL first. Here both
-// release once the plugin exited, after the link is gone.
+// release once the plugin exited, after the link is gone, and once the firewall's accepts of the
+// addresses are gone too (their removal runs beside the DEL: teardown.ts).
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -131,12 +132,14 @@ export async function nativeRelease(
 }
 
 /**
- * `pluginDone` for a DEL: when `own`'s plugin exited, the release first, then `pluginDone` (the
- * probes about that plugin read the reservations); `released` resolves once it is over.
+ * `pluginDone` for a DEL: when `own`'s plugin exited and `after` (which must not reject) ended,
+ * the release first, then `pluginDone` (the probes about that plugin read the reservations);
+ * `released` resolves once it is over.
  */
 export function releasingFirst(
   own: NativeRelease | undefined,
   pluginDone: (type: string) => void,
+  after: Promise<unknown> = Promise.resolve(),
 ): { pluginDone: (type: string) => void; released: () => Promise<void> } {
   let released: Promise<void> | undefined;
   return {
@@ -145,9 +148,11 @@ export function releasingFirst(
         pluginDone(type);
         return;
       }
-      released ??= own.release().then(() => {
-        pluginDone(type);
-      });
+      released ??= after
+        .then(() => own.release())
+        .then(() => {
+          pluginDone(type);
+        });
     },
     released: async () => {
       await released;

@@ -312,8 +312,8 @@ async function delFromCache(
 
 /**
  * DEL with what the ADD used, while the masquerade and DNAT chains go beside it and the firewall's
- * accepts before it (native-del.ts), and the audit's questions are asked as the plugins they are
- * about exit.
+ * accepts before the addresses are released (native-del.ts), and the audit's questions are asked
+ * as the plugins they are about exit.
  */
 async function delAttachment(
   ctx: ConfiguratorContext,
@@ -340,10 +340,11 @@ async function delAttachment(
   );
   // Read now, with the holds made: a hold is not host-local's to release (native-release.ts).
   const own = await nativeRelease(ctx, network, attachment);
-  // Before the DEL, whose main plugin releases the addresses (native-del.ts).
-  await accepted;
+  // The accepts go before the addresses are released (native-del.ts): before the DEL when its
+  // main plugin releases them, else beside it (docs/performance.md, "The accepts beside the DEL").
+  if (own === undefined) await accepted;
   const reduced = native?.network ?? network;
-  const done = releasingFirst(own, probes.pluginDone);
+  const done = releasingFirst(own, probes.pluginDone, accepted);
   let delError: string | undefined;
   try {
     await ctx.runtime.del(own?.reduce(reduced) ?? reduced, cniAttachment(attachment), {
@@ -355,6 +356,8 @@ async function delAttachment(
     ctx.logger.warn('DEL failed; the audit removes what it left', { allocId, error: delError });
   }
   await done.released();
+  // Also when the DEL failed before the release: the audit reads what the removal left.
+  await accepted;
   return { delRan: true, delError, removedFirst: EMPTY_STATE, probes, nativeRemoved };
 }
 

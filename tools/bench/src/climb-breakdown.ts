@@ -8,6 +8,8 @@
 //
 //   node tools/bench/dist/climb-breakdown.js [--live 1000] [--window 50] [--plugin-dir /usr/lib/cni]
 //     [--dump FILE]  (every sampled call's log lines, as JSON: to read one call's timeline)
+//     [--restart]  (the agent started again over the N allocations before the teardowns, once it
+//     logged its restore done, as the suite's scale scenario does)
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,6 +29,7 @@ const { values } = parseArgs({
     window: { type: 'string', default: '50' },
     'plugin-dir': { type: 'string', default: '/usr/lib/cni' },
     dump: { type: 'string' },
+    restart: { type: 'boolean', default: false },
   },
 });
 const LIVE = intFlag('--live', values.live, 2, 5_000);
@@ -79,22 +82,30 @@ async function sampled(agent: BenchAgent, op: () => Promise<OpResult>, keep: boo
 
 await requireNetworkTestHost(['ip', 'iptables', 'nsenter']);
 await withNode(LIVE, async (lab, node, ctrs, dir) => {
-  const agent = await startBenchAgent({
+  const options = {
     node,
     dir: join(dir, 'agent'),
     ipamDir: join(dir, 'ipam'),
     netnsPrefix: `${lab.prefix}-C`,
     pluginDir: values['plugin-dir'],
     debug: true,
-  });
+  };
+  let agent = await startBenchAgent(options);
   try {
-    const ops = agentOps(agent);
+    let ops = agentOps(agent);
     const alloc = (i: number) => ({ id: idOf('c11b0000', i), netns: (ctrs[i] as TestNetns).path, port: 20000 + i }); // prettier-ignore
     const edge = (i: number) => i < WINDOW || i >= LIVE - WINDOW;
     const setups: (Sample | undefined)[] = [];
     for (let i = 0; i < LIVE; i++) {
       setups.push(await sampled(agent, () => ops.setup(alloc(i)), edge(i)));
       if ((i + 1) % 100 === 0) log(`climb: ${i + 1}/${LIVE} live`);
+    }
+    if (values.restart === true) {
+      await agent.stop();
+      agent = await startBenchAgent(options);
+      await agent.line('restored allocations from the last run', 600_000);
+      ops = agentOps(agent);
+      log(`climb: the agent started again over ${LIVE} allocations`);
     }
     const teardowns: (Sample | undefined)[] = [];
     for (let i = 0; i < LIVE; i++)
