@@ -100,7 +100,7 @@ await withNode(LIVE, async (lab, node, ctrs, dir) => {
       setups.push(await sampled(agent, () => ops.setup(alloc(i)), edge(i)));
       if ((i + 1) % 100 === 0) log(`climb: ${i + 1}/${LIVE} live`);
     }
-    if (values.restart === true) {
+    if (values.restart) {
       await agent.stop();
       agent = await startBenchAgent(options);
       await agent.line('restored allocations from the last run', 600_000);
