@@ -199,18 +199,20 @@ async function servingEmpty(options: BenchAgentOptions, count: number): Promise<
  * a burst of operations` line (the agent waits 8 s without an operation or a call, memory.ts),
  * or after 30 s without one (the burst grew it too little to be worth one).
  */
-async function idleUsage(agent: BenchAgent): Promise<{ rssMiB: number; cpuSeconds: number }> {
+async function idleUsage(
+  agent: BenchAgent,
+): Promise<{ rssMiB: number; cpuSeconds: number; handedBack: boolean }> {
   const message = 'handed memory back after a burst of operations';
   const seen = agent.lines().filter((l) => l.fields.message === message).length;
   const deadline = performance.now() + 30_000;
   while (agent.lines().filter((l) => l.fields.message === message).length === seen) {
     if (performance.now() > deadline) {
       log(`scale: the agent handed back no memory within 30 s of the last setup`);
-      break;
+      return { ...processUsage(agent.pid), handedBack: false };
     }
     await sleep(200);
   }
-  return processUsage(agent.pid);
+  return { ...processUsage(agent.pid), handedBack: true };
 }
 
 /** The agent up to M live allocations one at a time, a restart, then all torn down one at a time. */
@@ -272,6 +274,7 @@ export async function scale(ctx: SuiteContext, plan: SuitePlan['scale']): Promis
         setupMs: climbed.setupMs,
         teardownMs,
         rssMiB: idle.rssMiB,
+        handedBackIdle: idle.handedBack,
         rssAtLastSetupMiB: after.rssMiB,
         rssAfterRestoreMiB: afterRestore.rssMiB,
         cpuSecondsPerSetup: (after.cpuSeconds - before.cpuSeconds) / M,

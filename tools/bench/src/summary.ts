@@ -83,6 +83,11 @@ export interface ScaleRun {
    * memory (its idle hand-back's log line), or 30 s after the last setup without one.
    */
   readonly rssMiB: number;
+  /**
+   * Whether the agent logged a hand-back before `rssMiB` was read (false: none within 30 s, the
+   * climb having grown its RSS less than a hand-back needs). Absent in results of older runs.
+   */
+  readonly handedBackIdle?: boolean;
   /** Its RSS right after the last setup of the climb. */
   readonly rssAtLastSetupMiB: number;
   /** Its RSS after the restart, once the agent logged its restore and first reconcile done. */
